@@ -1,0 +1,36 @@
+"""mbdjax: differentiable simulation of constrained dynamical systems on JAX.
+
+Every system is a constrained Lagrangian `Model` in generalized coordinates; front
+ends (`mbdjax.planar`) compile into it, formulations consume it, and `simulate` is one
+pure, jit-compiled, differentiable call.
+"""
+
+import jax as _jax
+
+_jax.config.update("jax_enable_x64", True)
+
+from importlib.metadata import PackageNotFoundError as _PNF, version as _version  # noqa: E402
+
+from ._errors import (  # noqa: E402
+    InitialConditionError as InitialConditionError,
+    MbdjaxError as MbdjaxError,
+    ModelError as ModelError,
+    SimulationError as SimulationError,
+)
+from ._model import Model as Model  # noqa: E402
+from ._formulation import AbstractFormulation as AbstractFormulation, Augmented as Augmented  # noqa: E402
+from ._stabilization import (  # noqa: E402
+    AbstractStabilization as AbstractStabilization,
+    Baumgarte as Baumgarte,
+    NoStabilization as NoStabilization,
+    Projection as Projection,
+)
+from ._trajectory import Trajectory as Trajectory  # noqa: E402
+from ._integrate import simulate as simulate  # noqa: E402
+from ._kinematics import kinematic_analysis as kinematic_analysis  # noqa: E402
+from . import _kinematics as kinematics  # noqa: E402
+
+try:
+    __version__ = _version("mbdjax")
+except _PNF:  # pragma: no cover - running from a source tree
+    __version__ = "0.0.0"

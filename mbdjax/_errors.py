@@ -1,0 +1,33 @@
+"""Library exceptions. Every message names the part at fault and how to fix it."""
+
+
+class MbdjaxError(Exception):
+    """Base class of every error raised by mbdjax."""
+
+
+class ModelError(MbdjaxError, ValueError):
+    """A model (or a front end's description of one) is malformed.
+
+    Raised at build time, after every problem found has been collected, so the
+    message lists all of them at once.
+    """
+
+    def __init__(self, problems):
+        if isinstance(problems, str):
+            problems = [problems]
+        self.problems = tuple(problems)
+        if len(self.problems) == 1:
+            msg = self.problems[0]
+        else:
+            msg = f"{len(self.problems)} problems:\n" + "\n".join(
+                f"  - {p}" for p in self.problems
+            )
+        super().__init__(msg)
+
+
+class InitialConditionError(MbdjaxError, ValueError):
+    """Consistent initial conditions cannot be found from what was given."""
+
+
+class SimulationError(MbdjaxError, RuntimeError):
+    """A simulation was set up with options that cannot work together."""

@@ -1,0 +1,75 @@
+"""The expansion (augmented, Lagrange multiplier) formulation (THEORY §5; Haug §6.3).
+
+    [[M, Bᵀ], [B, 0]] [q̈; λ] = [Q; g]
+
+With a constant diagonal mass matrix the Schur complement is used instead:
+
+    (B M⁻¹ Bᵀ) λ = B M⁻¹ Q − g,    q̈ = M⁻¹ (Q − Bᵀ λ),
+
+an `m × m` solve with no `n × n` work.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from .. import _dynamics as dyn
+from .. import _kinematics as kin
+from .base import AbstractFormulation
+
+
+class Augmented(AbstractFormulation):
+    """Solve for `q̈` and the multipliers `λ` together at every right-hand-side call.
+
+    Arguments:
+        schur: `"auto"` (Schur complement when the model has a constant diagonal
+            mass matrix with every entry positive), `True` (require it) or `False`
+            (always the dense augmented matrix, needed with massless bodies).
+
+    Multipliers follow THEORY §2: `M q̈ + Bᵀ λ = Q`, so the generalized constraint
+    force is `−Bᵀ λ`.
+    """
+
+    schur: bool | str = "auto"
+
+    def __check_init__(self):
+        if self.schur not in ("auto", True, False):
+            raise ValueError(f"Augmented: schur must be 'auto', True or False, got {self.schur!r}.")
+
+    def prepare(self, model, p):
+        if model.inertia_kind != "mass_diagonal" or model.m == 0:
+            return Augmented(schur=False) if self.schur == "auto" else self
+        if self.schur != "auto":
+            return self
+        diag = dyn.mass_diagonal(model, p)
+        if isinstance(diag, jax.core.Tracer):
+            return Augmented(schur=True)
+        return Augmented(schur=bool(jnp.all(diag > 0)))
+
+    def accelerations(self, model, q, qd, t, p, stabilization):
+        Q = dyn.forcing(model, q, qd, t, p)
+        if model.m == 0:
+            if model.inertia_kind == "mass_diagonal":
+                return Q / dyn.mass_diagonal(model, p), None
+            return jnp.linalg.solve(dyn.mass_matrix(model, q, qd, t, p), Q), None
+        B = kin.constraint_jacobian(model, q, t, p)
+        g = kin.acceleration_rhs(model, q, qd, t, p)
+        g = stabilization.acceleration_rhs(model, q, qd, t, p, g)
+        if self.schur is True:
+            diag = dyn.mass_diagonal(model, p)
+            diag = eqx.error_if(
+                diag, jnp.any(diag <= 0),
+                "Augmented(schur=True): a mass-matrix entry is zero or negative (a massless "
+                "body); use mbdjax.Augmented(schur=False).",
+            )
+            Minv = 1.0 / diag
+            BMinv = B * Minv[None, :]
+            lam = jnp.linalg.solve(BMinv @ B.T, BMinv @ Q - g)
+            return Minv * (Q - B.T @ lam), lam
+        M = dyn.mass_matrix(model, q, qd, t, p)
+        n, m = model.n, model.m
+        K = jnp.block([[M, B.T], [B, jnp.zeros((m, m), dtype=float)]])
+        sol = jnp.linalg.solve(K, jnp.concatenate([Q, g]))
+        return sol[:n], sol[n:]

@@ -1,0 +1,44 @@
+"""The formulation interface and its name registry."""
+
+from __future__ import annotations
+
+import abc
+
+import equinox as eqx
+
+from .._errors import SimulationError
+
+
+class AbstractFormulation(eqx.Module):
+    """Turns a Model into accelerations (and multipliers where the method has them).
+
+    One method: `accelerations(model, q, qd, t, p, stabilization) -> (qdd, lam)`,
+    `qdd` shape `(n,)`, `lam` shape `(m,)` or None.
+    """
+
+    @abc.abstractmethod
+    def accelerations(self, model, q, qd, t, p, stabilization):
+        raise NotImplementedError
+
+    def prepare(self, model, p):
+        """Return a version of this formulation fitted to the model (called once,
+        outside jit, with concrete or traced parameters)."""
+        return self
+
+
+def _registry():
+    from .augmented import Augmented
+
+    return {"augmented": Augmented}
+
+
+def resolve_formulation(formulation):
+    """Turn a name (`"augmented"`) or an instance into a formulation module."""
+    if isinstance(formulation, AbstractFormulation):
+        return formulation
+    reg = _registry()
+    if isinstance(formulation, str) and formulation.lower() in reg:
+        return reg[formulation.lower()]()
+    raise SimulationError(
+        f"simulate: unknown formulation {formulation!r}; available: {sorted(reg)}."
+    )

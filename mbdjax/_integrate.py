@@ -1,0 +1,209 @@
+"""`simulate`: integrate a Model with diffrax (the library's jit boundary)."""
+
+from __future__ import annotations
+
+import diffrax
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from . import _kinematics as kin
+from ._errors import SimulationError
+from ._formulation import resolve_formulation
+from ._stabilization import resolve_stabilization
+from ._trajectory import Trajectory
+
+_MESSAGES = (
+    "mbdjax.simulate: the solver took max_steps steps before reaching t1; raise "
+    "`max_steps=`, loosen `rtol`/`atol`, or shorten the interval.",
+    "mbdjax.simulate: the solver failed (the step size collapsed or the state became "
+    "non-finite); the model may pass a singular configuration (run mbdjax.check on the "
+    "last good state) or be too stiff for an explicit solver.",
+    "mbdjax.simulate: the trajectory contains NaN or inf values; check the model's "
+    "functions and parameters at the initial state (mbdjax.check).",
+    "mbdjax.simulate: the holonomic constraint residual exceeded `drift_tol`; use "
+    "stabilization='projection' or 'baumgarte', tighten rtol/atol, or raise drift_tol.",
+)
+
+
+class ProjectedSolver(diffrax.AbstractWrappedSolver):
+    """Wraps a diffrax solver and projects each step's result onto the constraints.
+
+    The wrapped solver's error estimate (of the unprojected step) drives step-size
+    control. Every step re-evaluates its first stage (`made_jump=True`), so a
+    first-same-as-last solver never reuses a derivative taken off the manifold.
+    """
+
+    solver: diffrax.AbstractSolver
+    project: callable = eqx.field(static=True)
+
+    @property
+    def term_structure(self):
+        return self.solver.term_structure
+
+    @property
+    def interpolation_cls(self):
+        return self.solver.interpolation_cls
+
+    @property
+    def term_compatible_contr_kwargs(self):
+        return self.solver.term_compatible_contr_kwargs
+
+    def order(self, terms):
+        return self.solver.order(terms)
+
+    def strong_order(self, terms):
+        return self.solver.strong_order(terms)
+
+    def error_order(self, terms):
+        return self.solver.error_order(terms)
+
+    def init(self, terms, t0, t1, y0, args):
+        return self.solver.init(terms, t0, t1, y0, args)
+
+    def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
+        y1, y_error, dense_info, solver_state, result = self.solver.step(
+            terms, t0, t1, y0, args, solver_state, True
+        )
+        return self.project(t1, y1, args), y_error, dense_info, solver_state, result
+
+    def func(self, terms, t0, y0, args):
+        return self.solver.func(terms, t0, y0, args)
+
+
+def _save_times(saveat, t0, t1):
+    if isinstance(saveat, (int,)) and not isinstance(saveat, bool):
+        if saveat < 2:
+            raise SimulationError(f"simulate: saveat={saveat} must be at least 2 output points.")
+        return jnp.linspace(t0, t1, saveat)
+    ts = jnp.asarray(saveat, dtype=float)
+    if ts.ndim != 1 or ts.shape[0] < 1:
+        raise SimulationError("simulate: saveat must be an int (number of points) or a 1-D array of times.")
+    return ts
+
+
+def simulate(
+    model,
+    q0,
+    qd0,
+    *,
+    t0=0.0,
+    t1,
+    params=None,
+    formulation="augmented",
+    stabilization="projection",
+    saveat=200,
+    solver=None,
+    rtol=1e-8,
+    atol=1e-10,
+    dt0=None,
+    max_steps=100_000,
+    adjoint=None,
+    drift_tol=1e-6,
+    throw=True,
+):
+    """Integrate the equations of motion of `model` from `(q0, qd0)` at `t0` to `t1`.
+
+    Pure in `q0`, `qd0`, `params`, `t0` and `t1`: works under `jax.jit`, `jax.vmap` and
+    `jax.grad` (the model, formulation, stabilization and solver are static).
+
+    Arguments:
+        model: a `mbdjax.Model`.
+        q0, qd0: `(n,)` consistent initial state (see `mbdjax.initial_conditions`).
+        t0, t1: start and end time (s).
+        params: parameter pytree (default `model.params`).
+        formulation: `"augmented"` or a formulation instance (`mbdjax.Augmented()`).
+        stabilization: `"projection"` (default), `"baumgarte"`, `"none"`, or an
+            instance (`mbdjax.Baumgarte(alpha, beta)`, `mbdjax.Projection()`).
+        saveat: number of equally spaced output points (including both ends) or a
+            1-D array of output times.
+        solver: a diffrax solver (default `diffrax.Tsit5()`).
+        rtol, atol: tolerances of the adaptive step-size controller.
+        dt0: initial step (default: chosen by diffrax).
+        max_steps: solver step limit.
+        adjoint: a diffrax adjoint (default `diffrax.RecursiveCheckpointAdjoint()`).
+        drift_tol: largest admissible holonomic residual `max |Φ|` at the output
+            times, or None to skip the check.
+        throw: raise on solver failure, non-finite states or drift (an
+            `equinox` runtime error). With `throw=False` inspect `traj.success`.
+
+    Returns:
+        A `mbdjax.Trajectory` with `t (T,)`, `q, qd, qdd (T, n)` and `lam (T, m)`.
+
+    References: Haug §6.3 (mixed differential-algebraic equations), THEORY §5.
+    """
+    formulation = resolve_formulation(formulation)
+    stabilization = resolve_stabilization(stabilization)
+    p = model.resolve_params(params)
+    formulation = formulation.prepare(model, p)
+    solver = diffrax.Tsit5() if solver is None else solver
+    adjoint = diffrax.RecursiveCheckpointAdjoint() if adjoint is None else adjoint
+    q0 = jnp.asarray(q0, dtype=float)
+    qd0 = jnp.asarray(qd0, dtype=float)
+    if q0.shape != (model.n,) or qd0.shape != (model.n,):
+        raise SimulationError(
+            f"simulate: q0 and qd0 must have shape ({model.n},) for coordinates "
+            f"{list(model.coordinates)}; got {q0.shape} and {qd0.shape}."
+        )
+    t0 = jnp.asarray(t0, dtype=float)
+    t1 = jnp.asarray(t1, dtype=float)
+    ts = _save_times(saveat, t0, t1)
+    settings = (
+        ("formulation", type(formulation).__name__),
+        ("stabilization", type(stabilization).__name__),
+        ("solver", type(solver).__name__),
+        ("rtol", float(rtol)),
+        ("atol", float(atol)),
+        ("max_steps", int(max_steps)),
+    )
+    return _simulate(
+        model, formulation, stabilization, solver, adjoint, q0, qd0, p, t0, t1, ts,
+        rtol, atol, dt0, int(max_steps), drift_tol, bool(throw), settings,
+    )
+
+
+@eqx.filter_jit
+def _simulate(model, formulation, stabilization, solver, adjoint, q0, qd0, p, t0, t1, ts,
+              rtol, atol, dt0, max_steps, drift_tol, throw, settings):
+    def vector_field(t, y, args):
+        q, qd = y
+        qdd, _ = formulation.accelerations(model, q, qd, t, args, stabilization)
+        return qd, qdd
+
+    def project(t, y, args):
+        return stabilization.project(model, y[0], y[1], t, args)
+
+    if stabilization.projects:
+        solver = ProjectedSolver(solver=solver, project=project)
+        save = diffrax.SaveAt(ts=ts, fn=project)
+    else:
+        save = diffrax.SaveAt(ts=ts)
+    sol = diffrax.diffeqsolve(
+        diffrax.ODETerm(vector_field), solver, t0, t1, dt0, (q0, qd0), args=p,
+        saveat=save, stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
+        max_steps=max_steps, adjoint=adjoint, throw=False,
+    )
+    q, qd = sol.ys
+
+    def outputs(qi, qdi, ti):
+        return formulation.accelerations(model, qi, qdi, ti, p, stabilization)
+
+    qdd, lam = jax.vmap(outputs)(q, qd, sol.ts)
+    if throw:
+        ok = sol.result == diffrax.RESULTS.successful
+        max_steps_hit = sol.result == diffrax.RESULTS.max_steps_reached
+        finite = jnp.all(jnp.isfinite(q)) & jnp.all(jnp.isfinite(qd))
+        if drift_tol is not None and model.m_h:
+            drift = jnp.max(jnp.abs(jax.vmap(lambda qi, ti: kin.holonomic(model, qi, ti, p))(q, sol.ts)))
+            drift_bad = ~(drift <= drift_tol)
+        else:
+            drift_bad = jnp.asarray(False)
+        bad = (~ok) | (~finite) | drift_bad
+        index = jnp.where(max_steps_hit, 0, jnp.where(~ok, 1, jnp.where(~finite, 2, 3)))
+        q = eqx.branched_error_if(q, bad, index, _MESSAGES)
+    return Trajectory(
+        t=sol.ts, q=q, qd=qd, qdd=qdd, lam=lam, result=sol.result,
+        num_steps=sol.stats["num_steps"], params=p, model=model,
+        coordinates=model.coordinates, constraint_names=model.constraint_names,
+        nonholonomic_names=model.nonholonomic_names, settings=settings,
+    )

@@ -1,0 +1,333 @@
+"""The constrained Lagrangian model: the one description every front end compiles into.
+
+References: THEORY.md §1–2; Haug, *Computer-Aided Kinematics and Dynamics of
+Mechanical Systems*, §6.3.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._errors import ModelError
+
+_INERTIA_KINDS = ("mass_matrix", "kinetic_energy", "mass_diagonal")
+
+
+def _as_float_tree(tree):
+    return jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype=float), tree)
+
+
+def sample_point(n: int, scale: float = 0.1, phase: float = 0.0) -> jnp.ndarray:
+    """A deterministic, generic point of R^n (no coincidences, no zeros).
+
+    Used to evaluate user functions once at construction, where `q = 0` could hit a
+    singularity (two coincident points, a zero-length spring) that the real motion
+    never visits.
+    """
+    k = np.arange(1, n + 1, dtype=float)
+    return jnp.asarray(scale * np.sin(1.3 * k + 0.7 + phase) + 0.05 * k / n)
+
+
+class Model(eqx.Module):
+    """A constrained mechanical (or multi-domain) system in generalized coordinates.
+
+    Equations of motion (THEORY §2, Routh's equations with multipliers):
+
+        M(q) q̈ + Bᵀ λ = Q(q, q̇, t),    B q̈ = g,
+
+    with `B = [Φ_q; A]` stacking the holonomic Jacobian and the nonholonomic
+    coefficients. All user functions are pure JAX functions of arrays and the
+    parameter pytree `p`.
+
+    Inertia is given in exactly one of three ways:
+
+    - `mass_matrix(q, t, p) -> (n, n)`: the textbook DAE form. `forces` must then
+      contain *every* velocity-dependent inertial term (quadratic-velocity vector),
+      as in Haug's planar equations.
+    - `kinetic_energy(q, qd, t, p) -> ()`: Lagrangian modelling. `M = ∂²T/∂q̇²` and the
+      terms `∂T/∂q − (∂²T/∂q̇∂q) q̇ − ∂²T/∂q̇∂t` are derived by autodiff and added to Q.
+    - `mass_diagonal(p) -> (n,)`: a constant diagonal mass matrix (planar bodies in
+      Cartesian coordinates). Enables the Schur-complement solve.
+
+    Arguments:
+        coordinates: names of the `n` generalized coordinates.
+        forces: `Q^A(q, qd, t, p) -> (n,)`, applied generalized forces.
+        potential: `V(q, t, p) -> ()`; enters as `−∂V/∂q`.
+        dissipation: Rayleigh content `D(q, qd, t, p) -> ()`; enters as `−∂D/∂q̇`.
+        holonomic: `Φ(q, t, p) -> (m_h,)`, kinematic and driving constraints.
+        holonomic_jacobian: optional `Φ_q(q, t, p) -> (m_h, n)`; when omitted it is
+            `jax.jacfwd` of `holonomic` (front ends pass a structured one).
+        constraint_names: names of the `m_h` holonomic rows (default `"phi[k]"`).
+        nonholonomic: `C(q, qd, t, p) = A(q,t) q̇ + a(q,t) -> (m_n,)`, affine in q̇.
+        nonholonomic_names: names of the `m_n` nonholonomic rows.
+        params: default parameter pytree (leaves converted to float arrays).
+        reactions: optional `{joint: fn(q, lam, p) -> (force, torque)}` used by
+            `Trajectory.reaction`; front ends provide it.
+        validate_at: a configuration at which to evaluate every function once for
+            shape and finiteness checks (default: a generic point).
+
+    Raises:
+        ModelError: listing every problem found (missing or conflicting inertia,
+            wrong shapes, non-finite values, duplicate names, non-affine C).
+    """
+
+    coordinates: tuple[str, ...] = eqx.field(static=True)
+    constraint_names: tuple[str, ...] = eqx.field(static=True)
+    nonholonomic_names: tuple[str, ...] = eqx.field(static=True)
+    inertia_kind: str = eqx.field(static=True)
+    params: Any
+    mass_matrix_fn: Callable | None = eqx.field(static=True, default=None)
+    kinetic_energy_fn: Callable | None = eqx.field(static=True, default=None)
+    mass_diagonal_fn: Callable | None = eqx.field(static=True, default=None)
+    forces_fn: Callable | None = eqx.field(static=True, default=None)
+    potential_fn: Callable | None = eqx.field(static=True, default=None)
+    dissipation_fn: Callable | None = eqx.field(static=True, default=None)
+    holonomic_fn: Callable | None = eqx.field(static=True, default=None)
+    holonomic_jacobian_fn: Callable | None = eqx.field(static=True, default=None)
+    nonholonomic_fn: Callable | None = eqx.field(static=True, default=None)
+    reaction_fns: Mapping[str, Callable] | None = eqx.field(static=True, default=None)
+    metadata: Mapping[str, Any] | None = eqx.field(static=True, default=None)
+
+    def __init__(
+        self,
+        coordinates,
+        *,
+        mass_matrix=None,
+        kinetic_energy=None,
+        mass_diagonal=None,
+        forces=None,
+        potential=None,
+        dissipation=None,
+        holonomic=None,
+        holonomic_jacobian=None,
+        constraint_names=None,
+        nonholonomic=None,
+        nonholonomic_names=None,
+        params=None,
+        reactions=None,
+        metadata=None,
+        validate_at=None,
+    ):
+        problems: list[str] = []
+        if isinstance(coordinates, str):
+            coordinates = (coordinates,)
+        coordinates = tuple(coordinates)
+        if len(coordinates) == 0:
+            problems.append("Model: `coordinates` is empty; give at least one name.")
+        bad = [c for c in coordinates if not isinstance(c, str) or not c]
+        if bad:
+            problems.append(f"Model: coordinate names must be non-empty strings, got {bad!r}.")
+        dup = sorted({c for c in coordinates if coordinates.count(c) > 1})
+        if dup:
+            problems.append(f"Model: duplicate coordinate names {dup}; each must be unique.")
+        given = [k for k, v in zip(_INERTIA_KINDS, (mass_matrix, kinetic_energy, mass_diagonal)) if v is not None]
+        if len(given) != 1:
+            problems.append(
+                "Model: give exactly one of `mass_matrix=`, `kinetic_energy=` or "
+                f"`mass_diagonal=` (got {given or 'none'})."
+            )
+        for label, fn in (
+            ("mass_matrix", mass_matrix), ("kinetic_energy", kinetic_energy),
+            ("mass_diagonal", mass_diagonal), ("forces", forces), ("potential", potential),
+            ("dissipation", dissipation), ("holonomic", holonomic),
+            ("holonomic_jacobian", holonomic_jacobian), ("nonholonomic", nonholonomic),
+        ):
+            if fn is not None and not callable(fn):
+                problems.append(f"Model: `{label}` must be a function, got {type(fn).__name__}.")
+        if holonomic_jacobian is not None and holonomic is None:
+            problems.append("Model: `holonomic_jacobian` given without `holonomic`.")
+        if problems:
+            raise ModelError(problems)
+
+        self.coordinates = coordinates
+        self.inertia_kind = given[0]
+        self.params = _as_float_tree(params if params is not None else {})
+        self.mass_matrix_fn = mass_matrix
+        self.kinetic_energy_fn = kinetic_energy
+        self.mass_diagonal_fn = mass_diagonal
+        self.forces_fn = forces
+        self.potential_fn = potential
+        self.dissipation_fn = dissipation
+        self.holonomic_fn = holonomic
+        self.holonomic_jacobian_fn = holonomic_jacobian
+        self.nonholonomic_fn = nonholonomic
+        self.reaction_fns = dict(reactions) if reactions else None
+        self.metadata = dict(metadata) if metadata else None
+
+        n = len(coordinates)
+        q = sample_point(n) if validate_at is None else jnp.asarray(validate_at, dtype=float)
+        qd = sample_point(n, scale=0.2, phase=0.4)
+        t = jnp.asarray(0.1)
+        p = self.params
+        if q.shape != (n,):
+            raise ModelError(f"Model: `validate_at` has shape {q.shape}, expected ({n},).")
+
+        def evaluate(label, fn, *args):
+            try:
+                out = jnp.asarray(fn(*args))
+            except Exception as err:  # noqa: BLE001 - reported with context
+                problems.append(f"Model: `{label}` raised {type(err).__name__}: {err}")
+                return None
+            return out
+
+        def expect(label, out, shape):
+            if out is None:
+                return False
+            if out.shape != shape:
+                problems.append(f"Model: `{label}` returned shape {out.shape}, expected {shape}.")
+                return False
+            if not bool(jnp.all(jnp.isfinite(out))):
+                problems.append(
+                    f"Model: `{label}` is not finite at the sample configuration; fix the "
+                    "function or pass `validate_at=` a regular configuration."
+                )
+                return False
+            return True
+
+        if mass_matrix is not None:
+            expect("mass_matrix", evaluate("mass_matrix", mass_matrix, q, t, p), (n, n))
+        if kinetic_energy is not None:
+            expect("kinetic_energy", evaluate("kinetic_energy", kinetic_energy, q, qd, t, p), ())
+        if mass_diagonal is not None:
+            expect("mass_diagonal", evaluate("mass_diagonal", mass_diagonal, p), (n,))
+        if forces is not None:
+            expect("forces", evaluate("forces", forces, q, qd, t, p), (n,))
+        if potential is not None:
+            expect("potential", evaluate("potential", potential, q, t, p), ())
+        if dissipation is not None:
+            expect("dissipation", evaluate("dissipation", dissipation, q, qd, t, p), ())
+
+        m_h = 0
+        if holonomic is not None:
+            out = evaluate("holonomic", holonomic, q, t, p)
+            if out is not None and out.ndim == 1:
+                m_h = out.shape[0]
+                expect("holonomic", out, (m_h,))
+            elif out is not None:
+                problems.append(f"Model: `holonomic` must return a vector, got shape {out.shape}.")
+            if holonomic_jacobian is not None and m_h:
+                jac = evaluate("holonomic_jacobian", holonomic_jacobian, q, t, p)
+                if expect("holonomic_jacobian", jac, (m_h, n)):
+                    ref = jax.jacfwd(lambda x: jnp.asarray(holonomic(x, t, p)))(q)
+                    if not bool(jnp.allclose(jac, ref, rtol=1e-6, atol=1e-9)):
+                        problems.append(
+                            "Model: `holonomic_jacobian` does not match the derivative of "
+                            "`holonomic`; omit it to use autodiff."
+                        )
+        self.constraint_names = _row_names("constraint_names", constraint_names, m_h, "phi", problems)
+
+        m_n = 0
+        if nonholonomic is not None:
+            out = evaluate("nonholonomic", nonholonomic, q, qd, t, p)
+            if out is not None and out.ndim == 1:
+                m_n = out.shape[0]
+                if expect("nonholonomic", out, (m_n,)):
+                    hess = jax.jacfwd(jax.jacfwd(lambda v: jnp.asarray(nonholonomic(q, v, t, p))))(qd)
+                    if float(jnp.max(jnp.abs(hess))) > 1e-9:
+                        problems.append(
+                            "Model: `nonholonomic` must be affine in qd (A(q,t) qd + a(q,t)); "
+                            "its second derivative with respect to qd is not zero."
+                        )
+            elif out is not None:
+                problems.append(f"Model: `nonholonomic` must return a vector, got shape {out.shape}.")
+        self.nonholonomic_names = _row_names("nonholonomic_names", nonholonomic_names, m_n, "nh", problems)
+        clash = sorted(set(self.constraint_names) & set(self.nonholonomic_names))
+        if clash:
+            problems.append(f"Model: names {clash} are used for both holonomic and nonholonomic rows.")
+        if problems:
+            raise ModelError(problems)
+
+    # ------------------------------------------------------------------ sizes
+    @property
+    def n(self) -> int:
+        """Number of generalized coordinates."""
+        return len(self.coordinates)
+
+    @property
+    def m_h(self) -> int:
+        """Number of holonomic constraint rows."""
+        return len(self.constraint_names)
+
+    @property
+    def m_n(self) -> int:
+        """Number of nonholonomic constraint rows."""
+        return len(self.nonholonomic_names)
+
+    @property
+    def m(self) -> int:
+        """Total number of constraint rows, `m_h + m_n`."""
+        return self.m_h + self.m_n
+
+    @property
+    def row_names(self) -> tuple[str, ...]:
+        """Names of the rows of `B`: holonomic first, then nonholonomic."""
+        return self.constraint_names + self.nonholonomic_names
+
+    def index(self, name: str) -> int:
+        """Position of the coordinate `name` in `q`."""
+        try:
+            return self.coordinates.index(name)
+        except ValueError:
+            raise ModelError(
+                f"Model: no coordinate named {name!r}; the coordinates are {list(self.coordinates)}."
+            ) from None
+
+    def resolve_params(self, params):
+        """`params` if given, else the model's default parameter pytree."""
+        return self.params if params is None else params
+
+    # ------------------------------------------------ sympy.mechanics-style names
+    def mass_matrix(self, q, qd=None, t=0.0, params=None):
+        """`M(q)`, shape `(n, n)` (THEORY §2)."""
+        from ._dynamics import mass_matrix
+
+        return mass_matrix(self, q, qd, t, self.resolve_params(params))
+
+    def forcing(self, q, qd, t=0.0, params=None):
+        """`Q(q, q̇, t)`, shape `(n,)`, every non-constraint force (THEORY §2)."""
+        from ._dynamics import forcing
+
+        return forcing(self, q, qd, t, self.resolve_params(params))
+
+    def holonomic_constraints(self, q, t=0.0, params=None):
+        """`Φ(q, t)`, shape `(m_h,)`."""
+        from ._kinematics import holonomic
+
+        return holonomic(self, q, t, self.resolve_params(params))
+
+    def nonholonomic_constraints(self, q, qd, t=0.0, params=None):
+        """`A q̇ + a`, shape `(m_n,)`."""
+        from ._kinematics import nonholonomic
+
+        return nonholonomic(self, q, qd, t, self.resolve_params(params))
+
+    def constraint_jacobian(self, q, t=0.0, params=None):
+        """`B = [Φ_q; A]`, shape `(m, n)`."""
+        from ._kinematics import constraint_jacobian
+
+        return constraint_jacobian(self, q, t, self.resolve_params(params))
+
+    def energy(self, q, qd, t=0.0, params=None):
+        """Total mechanical energy `T + V` (scalar)."""
+        from ._dynamics import energy
+
+        return energy(self, q, qd, t, self.resolve_params(params))
+
+
+def _row_names(label, names, m, prefix, problems):
+    if names is None:
+        return tuple(f"{prefix}[{k}]" for k in range(m))
+    names = (names,) if isinstance(names, str) else tuple(names)
+    if len(names) != m:
+        problems.append(f"Model: `{label}` has {len(names)} names but the function returns {m} rows.")
+        return tuple(f"{prefix}[{k}]" for k in range(m))
+    dup = sorted({c for c in names if names.count(c) > 1})
+    if dup:
+        problems.append(f"Model: duplicate names in `{label}`: {dup}.")
+    return names

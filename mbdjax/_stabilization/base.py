@@ -1,0 +1,49 @@
+"""The stabilization interface and its name registry (THEORY §5, drift control)."""
+
+from __future__ import annotations
+
+import equinox as eqx
+
+from .._errors import SimulationError
+
+
+class AbstractStabilization(eqx.Module):
+    """How constraint drift is controlled during integration.
+
+    Two hooks, both identities by default:
+
+    - `acceleration_rhs(model, q, qd, t, p, g)`: modify the acceleration right side
+      `g` of `B q̈ = g` (Baumgarte).
+    - `project(model, q, qd, t, p)`: map a state back onto the constraint manifold
+      after each step (projection). `projects` tells `simulate` to wrap the solver.
+    """
+
+    projects = False
+
+    def acceleration_rhs(self, model, q, qd, t, p, g):
+        return g
+
+    def project(self, model, q, qd, t, p):
+        return q, qd
+
+
+class NoStabilization(AbstractStabilization):
+    """Integrate the index-1 equations as they are; drift grows with time."""
+
+
+def resolve_stabilization(stabilization):
+    """Turn a name (`"none"`, `"baumgarte"`, `"projection"`) or object into a module."""
+    from .baumgarte import Baumgarte
+    from .projection import Projection
+
+    if isinstance(stabilization, AbstractStabilization):
+        return stabilization
+    names = {"none": NoStabilization, "baumgarte": Baumgarte, "projection": Projection}
+    if stabilization is None:
+        return NoStabilization()
+    if isinstance(stabilization, str) and stabilization.lower() in names:
+        return names[stabilization.lower()]()
+    raise SimulationError(
+        f"simulate: unknown stabilization {stabilization!r}; use one of {sorted(names)} "
+        "or an instance such as mbdjax.Baumgarte(alpha=5.0, beta=5.0)."
+    )

@@ -1,0 +1,235 @@
+"""The Trajectory pytree: what `simulate` returns, with derived outputs and save/load."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import _dynamics as dyn
+from . import _kinematics as kin
+from ._errors import MbdjaxError
+
+_FORMAT = "mbdjax-trajectory/1"
+
+
+def flatten_params(params) -> dict[str, Any]:
+    """`{"crank.mass": value, ...}` from a nested parameter pytree (dict keys joined by dots)."""
+    out = {}
+    for path, leaf in jax.tree_util.tree_flatten_with_path(params)[0]:
+        parts = []
+        for key in path:
+            if isinstance(key, jax.tree_util.DictKey):
+                parts.append(str(key.key))
+            elif isinstance(key, jax.tree_util.SequenceKey):
+                parts.append(str(key.idx))
+            else:
+                parts.append(str(getattr(key, "name", key)))
+        out[".".join(parts)] = leaf
+    return out
+
+
+def unflatten_params(flat: dict[str, Any]) -> dict:
+    """Inverse of `flatten_params` for nested dicts."""
+    out: dict = {}
+    for name, value in flat.items():
+        node = out
+        parts = name.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = jnp.asarray(value, dtype=float)
+    return out
+
+
+class Trajectory(eqx.Module):
+    """A simulated (or loaded) motion.
+
+    Attributes:
+        t: `(T,)` output times.
+        q, qd, qdd: `(T, n)` coordinates, velocities and accelerations.
+        lam: `(T, m)` Lagrange multipliers (THEORY §2 sign: `M q̈ + Bᵀλ = Q`), or None
+            where the formulation has none.
+        result: the diffrax result code (`diffrax.RESULTS`); see `success`.
+        num_steps: accepted plus rejected solver steps.
+        params: the parameter pytree the motion was computed with.
+        model: the Model (None for a trajectory loaded without one).
+        coordinates, constraint_names, nonholonomic_names: names of `q` and `lam` rows.
+        settings: solver settings (formulation, stabilization, tolerances, solver).
+    """
+
+    t: jax.Array
+    q: jax.Array
+    qd: jax.Array
+    qdd: jax.Array
+    lam: jax.Array | None
+    result: Any
+    num_steps: jax.Array
+    params: Any
+    model: Any
+    coordinates: tuple[str, ...] = eqx.field(static=True)
+    constraint_names: tuple[str, ...] = eqx.field(static=True)
+    nonholonomic_names: tuple[str, ...] = eqx.field(static=True)
+    settings: tuple = eqx.field(static=True, default=())
+
+    # ------------------------------------------------------------ accessors
+    @property
+    def success(self):
+        """True where the solver reached `t1` without failing."""
+        import diffrax
+
+        if self.result is None:
+            return True
+        return self.result == diffrax.RESULTS.successful
+
+    def coordinate(self, name: str) -> jax.Array:
+        """`(T,)` history of the coordinate `name`."""
+        return self.q[..., self._index(name)]
+
+    def velocity(self, name: str) -> jax.Array:
+        """`(T,)` history of the velocity of coordinate `name`."""
+        return self.qd[..., self._index(name)]
+
+    def acceleration(self, name: str) -> jax.Array:
+        """`(T,)` history of the acceleration of coordinate `name`."""
+        return self.qdd[..., self._index(name)]
+
+    def multiplier(self, name: str) -> jax.Array:
+        """`(T,)` history of the multiplier of constraint row `name`."""
+        rows = self.constraint_names + self.nonholonomic_names
+        if self.lam is None:
+            raise MbdjaxError("Trajectory: this formulation computes no multipliers.")
+        if name not in rows:
+            raise MbdjaxError(f"Trajectory: no constraint row named {name!r}; rows are {list(rows)}.")
+        return self.lam[..., rows.index(name)]
+
+    def _index(self, name):
+        if name not in self.coordinates:
+            raise MbdjaxError(
+                f"Trajectory: no coordinate named {name!r}; coordinates are {list(self.coordinates)}."
+            )
+        return self.coordinates.index(name)
+
+    def _need_model(self, what):
+        if self.model is None:
+            raise MbdjaxError(
+                f"Trajectory.{what}: this trajectory has no model attached (it was loaded "
+                "from a file); use Trajectory.load(path, model=model)."
+            )
+        return self.model
+
+    def _map(self, fn, *arrays):
+        flat = [a.reshape((-1,) + a.shape[self.t.ndim:]) if a.ndim > 1 else a.reshape(-1) for a in arrays]
+        out = jax.vmap(fn)(*flat)
+        return jax.tree_util.tree_map(lambda o: o.reshape(self.t.shape + o.shape[1:]), out)
+
+    # ------------------------------------------------------------ derived outputs
+    def position_residual(self) -> jax.Array:
+        """`(T, m_h)` holonomic residual `Φ(q, t)` at each output time."""
+        model = self._need_model("position_residual")
+        return self._map(lambda q, t: kin.holonomic(model, q, t, self.params), self.q, self.t)
+
+    def velocity_residual(self) -> jax.Array:
+        """`(T, m)` velocity residual `B q̇ − b` (nonholonomic rows included)."""
+        model = self._need_model("velocity_residual")
+        return self._map(
+            lambda q, qd, t: kin.velocity_residual(model, q, qd, t, self.params), self.q, self.qd, self.t
+        )
+
+    def acceleration_residual(self) -> jax.Array:
+        """`(T, m)` acceleration residual `B q̈ − g`."""
+        model = self._need_model("acceleration_residual")
+
+        def res(q, qd, qdd, t):
+            B = kin.constraint_jacobian(model, q, t, self.params)
+            return B @ qdd - kin.acceleration_rhs(model, q, qd, t, self.params)
+
+        return self._map(res, self.q, self.qd, self.qdd, self.t)
+
+    def energy(self) -> jax.Array:
+        """`(T,)` total energy `T + V` (applied non-potential forces make it vary)."""
+        model = self._need_model("energy")
+        return self._map(lambda q, qd, t: dyn.energy(model, q, qd, t, self.params), self.q, self.qd, self.t)
+
+    def kinetic_energy(self) -> jax.Array:
+        """`(T,)` kinetic energy."""
+        model = self._need_model("kinetic_energy")
+        return self._map(
+            lambda q, qd, t: dyn.kinetic_energy(model, q, qd, t, self.params), self.q, self.qd, self.t
+        )
+
+    def reaction(self, joint: str):
+        """Reaction of joint `joint` on its first body: `(force (T, 2), torque (T,))`.
+
+        The force is in global axes (N), the torque (N·m) is about the joint point,
+        both acting on `body_i` from the joint (generalized constraint force
+        `−Bᵀλ`, Haug §6.6). For a revolute joint the torque is zero.
+        """
+        model = self._need_model("reaction")
+        if self.lam is None:
+            raise MbdjaxError("Trajectory.reaction: this formulation computes no multipliers.")
+        fns = model.reaction_fns or {}
+        if joint not in fns:
+            raise MbdjaxError(
+                f"Trajectory.reaction: no joint named {joint!r} with reactions; available: {sorted(fns)}."
+            )
+        return self._map(lambda q, lam: fns[joint](q, lam, self.params), self.q, self.lam)
+
+    # ------------------------------------------------------------ persistence
+    def save(self, path, *, overwrite: bool = False) -> str:
+        """Write the trajectory to `path` (`.npz`: arrays plus a JSON header).
+
+        The header holds the coordinate and constraint names, the parameters and the
+        solver settings. An existing file is never replaced unless `overwrite=True`.
+        """
+        path = os.fspath(path)
+        if not path.endswith(".npz"):
+            path = path + ".npz"
+        if os.path.exists(path) and not overwrite:
+            raise FileExistsError(f"Trajectory.save: {path} exists; pass overwrite=True to replace it.")
+        header = {
+            "format": _FORMAT,
+            "coordinates": list(self.coordinates),
+            "constraint_names": list(self.constraint_names),
+            "nonholonomic_names": list(self.nonholonomic_names),
+            "params": {k: np.asarray(v).tolist() for k, v in flatten_params(self.params).items()},
+            "settings": {k: v for k, v in self.settings},
+            "success": bool(np.all(np.asarray(self.success))),
+            "num_steps": np.asarray(self.num_steps).tolist(),
+        }
+        arrays = {"t": self.t, "q": self.q, "qd": self.qd, "qdd": self.qdd}
+        if self.lam is not None:
+            arrays["lam"] = self.lam
+        arrays = {k: np.asarray(v) for k, v in arrays.items()}
+        tmp = path + ".tmp.npz"
+        np.savez(tmp, header=np.array(json.dumps(header)), **arrays)
+        os.replace(tmp, path)
+        return path
+
+    @classmethod
+    def load(cls, path, model=None) -> "Trajectory":
+        """Read a trajectory written by `save`; attach `model` to use derived outputs."""
+        with np.load(os.fspath(path), allow_pickle=False) as data:
+            header = json.loads(str(data["header"]))
+            if header.get("format") != _FORMAT:
+                raise MbdjaxError(f"Trajectory.load: {path} is not an mbdjax trajectory file.")
+            arrays = {k: jnp.asarray(data[k]) for k in ("t", "q", "qd", "qdd")}
+            lam = jnp.asarray(data["lam"]) if "lam" in data.files else None
+        if model is not None and tuple(model.coordinates) != tuple(header["coordinates"]):
+            raise MbdjaxError(
+                "Trajectory.load: the model's coordinates do not match the file's "
+                f"({list(model.coordinates)} vs {header['coordinates']})."
+            )
+        return cls(
+            t=arrays["t"], q=arrays["q"], qd=arrays["qd"], qdd=arrays["qdd"], lam=lam,
+            result=None, num_steps=jnp.asarray(header.get("num_steps", 0)),
+            params=unflatten_params(header["params"]), model=model,
+            coordinates=tuple(header["coordinates"]),
+            constraint_names=tuple(header["constraint_names"]),
+            nonholonomic_names=tuple(header["nonholonomic_names"]),
+            settings=tuple(sorted(header["settings"].items())),
+        )
