@@ -28,6 +28,8 @@ from ._stabilization import (  # noqa: E402
 from ._trajectory import Trajectory as Trajectory  # noqa: E402
 from ._integrate import simulate as simulate  # noqa: E402
 from ._kinematics import kinematic_analysis as kinematic_analysis  # noqa: E402
+from ._checks import CheckReport as CheckReport, check as check  # noqa: E402
+from ._initial import initial_conditions as initial_conditions  # noqa: E402
 from . import _kinematics as kinematics  # noqa: E402
 
 try:

@@ -134,7 +134,8 @@ def simulate(
     """
     formulation = resolve_formulation(formulation)
     stabilization = resolve_stabilization(stabilization)
-    p = model.resolve_params(params)
+    # Every parameter leaf becomes an array so new values never trigger a recompile.
+    p = jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype=float), model.resolve_params(params))
     formulation = formulation.prepare(model, p)
     solver = diffrax.Tsit5() if solver is None else solver
     adjoint = diffrax.RecursiveCheckpointAdjoint() if adjoint is None else adjoint

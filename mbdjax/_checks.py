@@ -1,0 +1,243 @@
+"""The existence-theorem report: is `[[M, Bᵀ], [B, 0]]` nonsingular here, and if not, why?
+
+Haug's existence theorem (THEORY §3): if (1) `B` has full row rank and (2)
+`q̇ᵀ M q̇ > 0` for every `q̇ ≠ 0` with `B q̇ = 0`, then the augmented matrix is
+nonsingular and `q̈`, `λ` are unique. This module names the failure cases:
+
+- **redundant** rows: rank deficiency that persists at nearby configurations on the
+  constraint manifold (λ not unique, q̈ may still be);
+- **singular** configuration: rank lost at this configuration only (a dead centre);
+- **M not positive**: harmless when `Nᵀ M N` (N a basis of null(B)) is still positive
+  definite, e.g. a massless link or Euler parameters; fatal otherwise.
+
+References: Haug §6.3 (existence theorem), THEORY §3.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax.numpy as jnp
+import numpy as np
+
+from . import _dynamics as dyn
+from . import _kinematics as kin
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """Existence-theorem report at one configuration (see `mbdjax.check`).
+
+    Attributes:
+        n, m, m_h, m_n: coordinates and constraint rows (holonomic, nonholonomic).
+        rank: numerical rank of `B` (relative tolerance `rtol`).
+        dof: velocity degrees of freedom, `n − rank`.
+        sigma_min, sigma_max, condition: extreme singular values of `B`, and their ratio.
+        dependent: names of rows of B dependent on earlier rows at this configuration.
+        redundant: the dependent rows when the deficiency persists nearby (a
+            redundant mechanism); empty otherwise.
+        singular: True when rank is lost at this configuration only.
+        mass_positive_definite: `M` is positive definite on all of Rⁿ.
+        mass_positive_on_nullspace: `Nᵀ M N` is positive definite (condition (2)).
+        mass_min_eig, reduced_mass_min_eig: the smallest eigenvalues of `M`, `Nᵀ M N`.
+        constraint_residual: `max |Φ(q, t)|` (a configuration off the manifold is
+            reported, not fixed).
+        ok: conditions (1) and (2) both hold.
+        problems: sentences naming every failure and its fix.
+    """
+
+    n: int
+    m: int
+    m_h: int
+    m_n: int
+    rank: int
+    dof: int
+    sigma_min: float
+    sigma_max: float
+    condition: float
+    dependent: tuple[str, ...]
+    redundant: tuple[str, ...]
+    singular: bool
+    mass_positive_definite: bool
+    mass_positive_on_nullspace: bool
+    mass_min_eig: float
+    reduced_mass_min_eig: float
+    constraint_residual: float
+    ok: bool
+    problems: tuple[str, ...]
+    t: float = 0.0
+
+    def __str__(self) -> str:
+        def yn(b):
+            return "yes" if b else "no"
+
+        rows = [
+            ("coordinates n", f"{self.n}"),
+            ("constraint rows m", f"{self.m} (holonomic {self.m_h}, nonholonomic {self.m_n})"),
+            ("rank of B", f"{self.rank}"),
+            ("degrees of freedom", f"{self.dof}"),
+            ("smallest singular value", f"{self.sigma_min:.3e}"),
+            ("condition number", f"{self.condition:.3e}"),
+            ("constraint residual", f"{self.constraint_residual:.3e}"),
+            ("redundant rows", ", ".join(self.redundant) or "none"),
+            ("singular configuration", yn(self.singular) + (
+                f" (dependent: {', '.join(self.dependent)})" if self.singular else "")),
+            ("M positive definite", f"{yn(self.mass_positive_definite)} (min eig {self.mass_min_eig:.3e})"),
+            ("M positive on null(B)", f"{yn(self.mass_positive_on_nullspace)} "
+                                      f"(min eig {self.reduced_mass_min_eig:.3e})"),
+            ("verdict", "OK: accelerations and multipliers are unique" if self.ok else "NOT OK"),
+        ]
+        width = max(len(k) for k, _ in rows)
+        lines = [f"existence check at t = {self.t:g} (Haug §6.3)"]
+        lines += [f"  {k.ljust(width)}  {v}" for k, v in rows]
+        lines += [f"  ! {p}" for p in self.problems]
+        return "\n".join(lines)
+
+
+def _rank(s, shape, rtol):
+    if s.size == 0:
+        return 0, 0.0
+    tol = rtol * max(shape) * max(float(s[0]), 1.0)
+    return int(np.sum(s > tol)), tol
+
+
+def dependent_rows(B, names, rtol=1e-9):
+    """Names of the rows of `B` that are linear combinations of earlier rows (greedy)."""
+    B = np.asarray(B, dtype=float)
+    kept: list[np.ndarray] = []
+    dependent = []
+    current = 0
+    for k in range(B.shape[0]):
+        trial = np.array(kept + [B[k]])
+        r, _ = _rank(np.linalg.svd(trial, compute_uv=False), trial.shape, rtol)
+        if r > current:
+            kept.append(B[k])
+            current = r
+        else:
+            dependent.append(names[k])
+    return tuple(dependent)
+
+
+def _project(model, q, t, p, iters=20):
+    for _ in range(iters):
+        J = np.asarray(kin.holonomic_jacobian(model, q, t, p))
+        r = np.asarray(kin.holonomic(model, q, t, p))
+        if r.size == 0 or np.max(np.abs(r)) < 1e-13:
+            break
+        q = q - np.linalg.lstsq(J, r, rcond=None)[0]
+    return q
+
+
+def check(model, q, t=0.0, params=None, *, qd=None, rtol=1e-9, probes=3, probe_step=1e-3, seed=0):
+    """Existence-theorem report of `model` at configuration `q` and time `t`.
+
+    Arguments:
+        model: a `mbdjax.Model`.
+        q: `(n,)` configuration (ideally on `Φ = 0`; the residual is reported).
+        t: time.
+        params: parameter pytree (default `model.params`).
+        qd: velocities for velocity-dependent mass matrices (default zeros).
+        rtol: relative tolerance for the numerical rank.
+        probes, probe_step: when `B` is rank deficient, how many nearby
+            configurations on the manifold (moved by `probe_step` along random
+            admissible directions and projected back) decide between a redundant
+            mechanism and a singular configuration.
+
+    Returns:
+        A `CheckReport`; `str(report)` is a readable table.
+
+    References: Haug §6.3 (existence theorem); THEORY §3.
+    """
+    p = model.resolve_params(params)
+    q = np.asarray(q, dtype=float)
+    if q.shape != (model.n,):
+        from ._errors import ModelError
+
+        raise ModelError(f"check: q has shape {q.shape}, expected ({model.n},) for {list(model.coordinates)}.")
+    t = float(t)
+    names = model.row_names
+    n, m = model.n, model.m
+    B = np.asarray(kin.constraint_jacobian(model, q, t, p))
+    problems = []
+    if m:
+        U, s, Vt = np.linalg.svd(B)
+        rank, _ = _rank(s, B.shape, rtol)
+        sigma_max = float(s[0])
+        sigma_min = float(s[-1]) if m <= n else 0.0
+    else:
+        s = np.zeros(0)
+        Vt = np.eye(n)
+        rank, sigma_max, sigma_min = 0, 0.0, 0.0
+    condition = sigma_max / sigma_min if sigma_min > 0 else (np.inf if m else 1.0)
+    residual = float(np.max(np.abs(np.asarray(kin.holonomic(model, q, t, p))))) if model.m_h else 0.0
+    if residual > 1e-6:
+        problems.append(
+            f"the configuration is not assembled (max |Φ| = {residual:.2e}); use "
+            "mbdjax.initial_conditions to find one on the constraints."
+        )
+
+    dependent: tuple[str, ...] = ()
+    redundant: tuple[str, ...] = ()
+    singular = False
+    if rank < m:
+        dependent = dependent_rows(B, names, rtol)
+        rng = np.random.default_rng(seed)
+        persistent = True
+        scale = probe_step * (1.0 + float(np.max(np.abs(q))))
+        for _ in range(max(int(probes), 1)):
+            Nq = np.asarray(Vt[rank:]).T if rank < n else np.zeros((n, 0))
+            if Nq.shape[1] == 0:
+                break
+            direction = Nq @ rng.standard_normal(Nq.shape[1])
+            direction /= np.linalg.norm(direction)
+            qp = _project(model, q + scale * direction, t, p)
+            Bp = np.asarray(kin.constraint_jacobian(model, qp, t, p))
+            sp = np.linalg.svd(Bp, compute_uv=False)
+            if _rank(sp, Bp.shape, rtol)[0] == m:
+                persistent = False
+                break
+        if persistent:
+            redundant = dependent
+            problems.append(
+                f"redundant constraints: rows {', '.join(dependent)} depend on the others at "
+                "this and nearby configurations (λ is not unique); remove them or replace a "
+                "joint by one that removes fewer freedoms."
+            )
+        else:
+            singular = True
+            problems.append(
+                f"singular configuration: B loses rank here (rows {', '.join(dependent)} become "
+                f"dependent; smallest singular value {sigma_min:.2e}) but not nearby; avoid "
+                "starting or passing through this configuration (e.g. a dead centre)."
+            )
+
+    M = np.asarray(dyn.mass_matrix(model, q, None if qd is None else jnp.asarray(qd), t, p))
+    Ms = 0.5 * (M + M.T)
+    eig = np.linalg.eigvalsh(Ms)
+    mscale = max(float(np.max(np.abs(eig))), 1e-300)
+    mass_min = float(eig[0])
+    mass_pd = mass_min > 1e-10 * mscale
+    N = np.asarray(Vt[rank:]).T if m else np.eye(n)
+    if N.shape[1]:
+        red = np.linalg.eigvalsh(N.T @ Ms @ N)
+        reduced_min = float(red[0])
+        mass_null = reduced_min > 1e-10 * mscale
+    else:
+        reduced_min = np.inf
+        mass_null = True
+    if not mass_null:
+        problems.append(
+            f"the mass matrix is not positive on the admissible velocities (smallest eigenvalue "
+            f"of NᵀMN = {reduced_min:.2e}): some motion allowed by the constraints has no "
+            "inertia; give the massless bodies mass or constrain them."
+        )
+    ok = rank == m and mass_null
+    return CheckReport(
+        n=n, m=m, m_h=model.m_h, m_n=model.m_n, rank=rank, dof=n - rank,
+        sigma_min=sigma_min, sigma_max=sigma_max, condition=float(condition),
+        dependent=dependent, redundant=redundant, singular=singular,
+        mass_positive_definite=bool(mass_pd), mass_positive_on_nullspace=bool(mass_null),
+        mass_min_eig=mass_min, reduced_mass_min_eig=float(reduced_min),
+        constraint_residual=residual, ok=bool(ok), problems=tuple(problems), t=t,
+    )
+

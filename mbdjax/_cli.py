@@ -1,0 +1,150 @@
+"""The `mbdjax` command: list, check and run the built-in examples."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+
+def _examples():
+    from . import models
+
+    return models
+
+
+def _cmd_list(args):
+    models = _examples()
+    width = max(len(k) for k in models.EXAMPLES)
+    for name in sorted(models.EXAMPLES):
+        ex = models.get(name)
+        print(f"{name.ljust(width)}  n={ex.model.n:<3d} m={ex.model.m:<3d}  {ex.description}")
+    return 0
+
+
+def _cmd_check(args):
+    from ._checks import check
+
+    ex = _examples().get(args.name)
+    report = check(ex.model, ex.q0)
+    print(f"{ex.name}: {ex.description}")
+    print(report)
+    return 0 if report.ok else 1
+
+
+def _prepare_out(path, force):
+    if os.path.isdir(path) and os.listdir(path):
+        if not force:
+            print(
+                f"mbdjax run: output folder {path!r} is not empty; choose another --out or pass "
+                "--force to overwrite the files mbdjax writes there.",
+                file=sys.stderr,
+            )
+            return False
+    elif os.path.exists(path) and not os.path.isdir(path):
+        print(f"mbdjax run: {path!r} exists and is not a folder.", file=sys.stderr)
+        return False
+    os.makedirs(path, exist_ok=True)
+    return True
+
+
+def _cmd_run(args):
+    import jax
+    import numpy as np
+
+    from ._checks import check
+    from ._integrate import simulate
+    from .plotting import save_standard_plots
+
+    ex = _examples().get(args.name)
+    out = args.out or os.path.join("mbdjax-runs", ex.name)
+    if not _prepare_out(out, args.force):
+        return 2
+    t1 = ex.t1 if args.t1 is None else float(args.t1)
+    print(f"{ex.name}: {ex.description}")
+    report = check(ex.model, ex.q0)
+    print(report)
+    if not report.ok:
+        print("mbdjax run: the existence check failed at the initial state; not simulating.", file=sys.stderr)
+        return 1
+    start = time.perf_counter()
+    traj = simulate(ex.model, ex.q0, ex.qd0, t1=t1, formulation=args.formulation,
+                    stabilization=args.stabilization, saveat=args.points)
+    jax.block_until_ready(traj.q)
+    first = time.perf_counter() - start
+    start = time.perf_counter()
+    traj = simulate(ex.model, ex.q0, ex.qd0, t1=t1, formulation=args.formulation,
+                    stabilization=args.stabilization, saveat=args.points)
+    jax.block_until_ready(traj.q)
+    wall = time.perf_counter() - start
+    pos = np.asarray(traj.position_residual()) if ex.model.m_h else np.zeros((1, 0))
+    vel = np.asarray(traj.velocity_residual()) if ex.model.m else np.zeros((1, 0))
+    energy = np.asarray(traj.energy())
+    scale = max(abs(float(energy[0])), float(np.max(np.abs(np.asarray(traj.kinetic_energy())))), 1e-300)
+    summary = {
+        "example": ex.name,
+        "description": ex.description,
+        "t1": t1,
+        "formulation": args.formulation,
+        "stabilization": args.stabilization,
+        "solver_steps": int(traj.num_steps),
+        "max_position_residual": float(np.max(np.abs(pos))) if pos.size else 0.0,
+        "max_velocity_residual": float(np.max(np.abs(vel))) if vel.size else 0.0,
+        "energy_initial": float(energy[0]),
+        "energy_change_max": float(np.max(np.abs(energy - energy[0]))),
+        "energy_change_relative": float(np.max(np.abs(energy - energy[0])) / scale),
+        "wall_time_s": wall,
+        "compile_and_first_run_s": first,
+        "check": {"ok": report.ok, "rank": report.rank, "dof": report.dof,
+                  "sigma_min": report.sigma_min, "condition": report.condition},
+    }
+    traj.save(os.path.join(out, "trajectory.npz"), overwrite=True)
+    with open(os.path.join(out, "summary.json"), "w") as fh:
+        json.dump(summary, fh, indent=2)
+    plots = save_standard_plots(traj, out)
+    print(
+        f"\nsimulated {t1:g} s in {wall * 1e3:.1f} ms after compilation ({first:.2f} s with it), "
+        f"{summary['solver_steps']} solver steps"
+    )
+    print(f"  max constraint residual  {summary['max_position_residual']:.2e} (position), "
+          f"{summary['max_velocity_residual']:.2e} (velocity)")
+    print(f"  energy change            {summary['energy_change_max']:.3e} J "
+          f"(relative {summary['energy_change_relative']:.2e})")
+    print(f"  wrote {', '.join(os.path.basename(p) for p in ['trajectory.npz', 'summary.json'] + plots)} to {out}")
+    return 0
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(prog="mbdjax", description="Differentiable constrained dynamics on JAX.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="list the built-in examples").set_defaults(func=_cmd_list)
+    p_check = sub.add_parser("check", help="existence-theorem report of an example at its initial state")
+    p_check.add_argument("name")
+    p_check.set_defaults(func=_cmd_check)
+    p_run = sub.add_parser("run", help="simulate an example, write trajectory, summary and plots")
+    p_run.add_argument("name", nargs="?", default="slider-crank")
+    p_run.add_argument("--t1", type=float, default=None, help="end time in s (default: the example's)")
+    p_run.add_argument("--formulation", default="augmented")
+    p_run.add_argument("--stabilization", default="projection", choices=("projection", "baumgarte", "none"))
+    p_run.add_argument("--points", type=int, default=400, help="number of output points")
+    p_run.add_argument("--out", default=None, help="output folder (default mbdjax-runs/NAME)")
+    p_run.add_argument("--force", action="store_true", help="write into a non-empty output folder")
+    p_run.set_defaults(func=_cmd_run)
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    from ._errors import MbdjaxError
+
+    try:
+        return args.func(args)
+    except MbdjaxError as err:
+        print(f"mbdjax {args.command}: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,213 @@
+"""Consistent initial conditions (THEORY §4; Haug §6.3.4).
+
+Position: Newton–Raphson on `[Φ(q, t₀); q_k − c_k] = 0`, the user's conditions `q_k = c_k`
+as many as the position degrees of freedom `n − m_h`, from the user's guess.
+Velocity: the linear system `[Φ_q; A; E] q̇ = [ν; −a; v]` with `n − m_h − m_n`
+conditions `q̇_k = v_k`.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optimistix as optx
+
+from . import _kinematics as kin
+from ._checks import _rank, dependent_rows
+from ._errors import InitialConditionError
+from ._stabilization.projection import project_velocities
+
+
+def _concrete(*xs):
+    return not any(isinstance(leaf, jax.core.Tracer) for x in xs for leaf in jax.tree_util.tree_leaves(x))
+
+
+def _conditions(model, fix, needed, label, kind):
+    """Validate a `{name: value}` condition dict; return (indices, values)."""
+    if not isinstance(fix, dict):
+        raise InitialConditionError(f"initial_conditions: `{label}` must be a dict {{coordinate: value}}.")
+    unknown = [k for k in fix if k not in model.coordinates]
+    if unknown:
+        raise InitialConditionError(
+            f"initial_conditions: `{label}` names unknown coordinates {unknown}; the "
+            f"coordinates are {list(model.coordinates)}."
+        )
+    free = [c for c in model.coordinates if c not in fix]
+    if len(fix) < needed:
+        raise InitialConditionError(
+            f"initial_conditions: too few {kind} conditions: the model has {needed} {kind} "
+            f"degree(s) of freedom but `{label}` gives {len(fix)}; add {needed - len(fix)} "
+            f"more, chosen from {free}."
+        )
+    if len(fix) > needed:
+        raise InitialConditionError(
+            f"initial_conditions: too many {kind} conditions: the model has {needed} {kind} "
+            f"degree(s) of freedom but `{label}` gives {len(fix)} ({list(fix)}); remove "
+            f"{len(fix) - needed}."
+        )
+    idx = tuple(model.index(k) for k in fix)
+    vals = jnp.stack([jnp.asarray(v, dtype=float) for v in fix.values()]) if fix else jnp.zeros((0,))
+    return idx, vals
+
+
+def _unit_rows(idx, n):
+    E = np.zeros((len(idx), n))
+    for r, k in enumerate(idx):
+        E[r, k] = 1.0
+    return E
+
+
+def _raise_dependent(model, J, idx, label, kind):
+    """Explain which conditions are dependent on the constraints, and what to fix instead."""
+    n = model.n
+    rows = list(model.row_names[: J.shape[0]]) if kind == "velocity" else list(model.constraint_names)
+    names = rows + [f"{label}[{model.coordinates[k]}]" for k in idx]
+    E = _unit_rows(idx, n)
+    dep = dependent_rows(np.vstack([J, E]), names)
+    dep_cond = [d for d in dep if d.startswith(label)]
+    dep_cons = [d for d in dep if not d.startswith(label)]
+    if dep_cons and not dep_cond:
+        raise InitialConditionError(
+            f"initial_conditions: the constraint rows {dep_cons} are dependent at the guess "
+            "(redundant joints or a singular configuration); run mbdjax.check on the model "
+            "and start from a regular configuration."
+        )
+    base = np.vstack([J] + [E[r] for r, k in enumerate(idx) if f"{label}[{model.coordinates[k]}]" not in dep])
+    r0, _ = _rank(np.linalg.svd(base, compute_uv=False), base.shape, 1e-9)
+    better = []
+    for k, name in enumerate(model.coordinates):
+        if k in idx:
+            continue
+        trial = np.vstack([base, _unit_rows((k,), n)])
+        if _rank(np.linalg.svd(trial, compute_uv=False), trial.shape, 1e-9)[0] > r0:
+            better.append(name)
+    raise InitialConditionError(
+        f"initial_conditions: the {kind} conditions {dep_cond} are dependent on the constraints "
+        f"(the constraints and the other conditions already determine them); condition one of "
+        f"{better} instead."
+    )
+
+
+@eqx.filter_jit
+def _newton(model, q_guess, idx, vals, t0, p, tol, max_iter):
+    q_guess = q_guess.at[jnp.asarray(idx, dtype=int)].set(vals) if idx else q_guess
+
+    def residual(q, args):
+        r = kin.holonomic(model, q, t0, p)
+        if idx:
+            r = jnp.concatenate([r, q[jnp.asarray(idx, dtype=int)] - vals])
+        return r
+
+    if model.m_h == 0:
+        return q_guess, residual(q_guess, None), jnp.asarray(True)
+    sol = optx.root_find(
+        residual, optx.Newton(rtol=tol, atol=tol), q_guess, max_steps=max_iter, throw=False
+    )
+    return sol.value, residual(sol.value, None), sol.result == optx.RESULTS.successful
+
+
+@eqx.filter_jit
+def _nearest(model, q_guess, t0, p, iterations):
+    def body(x, _):
+        J = kin.holonomic_jacobian(model, x, t0, p)
+        r = kin.holonomic(model, x, t0, p)
+        return x - J.T @ jnp.linalg.lstsq(J @ J.T, r)[0], None
+
+    q, _ = jax.lax.scan(body, q_guess, None, length=iterations)
+    return q, kin.holonomic(model, q, t0, p), jnp.asarray(True)
+
+
+def initial_conditions(
+    model,
+    q_guess,
+    *,
+    fix_q=None,
+    qd_guess=None,
+    fix_qd=None,
+    t0=0.0,
+    params=None,
+    tol=1e-12,
+    max_iter=50,
+):
+    """Consistent `(q0, qd0)` satisfying every constraint at `t0`.
+
+    Positions: with `fix_q={name: value}` (exactly `n − m_h` entries) the square
+    system `[Φ(q, t0); q_k − value_k] = 0` is solved by Newton from `q_guess`. With
+    `fix_q=None` the guess is projected onto `Φ = 0` (nearest point, Gauss–Newton).
+
+    Velocities: with `fix_qd={name: value}` (exactly `n − m_h − m_n` entries) the
+    linear system `[Φ_q; A; E] q̇ = [ν; −a; v]` is solved. With `fix_qd=None`,
+    `qd_guess` (default zeros) is projected orthogonally onto `B q̇ = b`.
+
+    Condition values may be JAX arrays (traced under `jax.grad` or `jax.vmap`):
+    the Newton solve is differentiated implicitly.
+
+    Returns:
+        `(q0, qd0)`, each `(n,)`.
+
+    Raises:
+        InitialConditionError: unknown coordinate names; too few or too many
+            conditions for the degrees of freedom; conditions dependent on the
+            constraints (naming them and suggesting coordinates to use instead);
+            Newton not converging (with the residual and the worst constraints).
+
+    References: Haug §6.3.4 (initial conditions); THEORY §4.
+    """
+    p = model.resolve_params(params)
+    n = model.n
+    q_guess = jnp.asarray(q_guess, dtype=float)
+    if q_guess.shape != (n,):
+        raise InitialConditionError(
+            f"initial_conditions: q_guess has shape {q_guess.shape}, expected ({n},) for "
+            f"{list(model.coordinates)}."
+        )
+    t0 = jnp.asarray(t0, dtype=float)
+
+    # ---------------------------------------------------------------- positions
+    if fix_q is None:
+        q0, res, converged = _nearest(model, q_guess, t0, p, 8)
+        idx = ()
+    else:
+        idx, vals = _conditions(model, fix_q, n - model.m_h, "fix_q", "position")
+        if _concrete(q_guess, vals, p) and idx and model.m_h:
+            qg = q_guess.at[jnp.asarray(idx)].set(vals)
+            J = np.asarray(kin.holonomic_jacobian(model, qg, t0, p))
+            stacked = np.vstack([J, _unit_rows(idx, n)])
+            if _rank(np.linalg.svd(stacked, compute_uv=False), stacked.shape, 1e-9)[0] < n:
+                _raise_dependent(model, J, idx, "fix_q", "position")
+        q0, res, converged = _newton(model, q_guess, idx, vals, t0, p, tol, max_iter)
+    res_names = list(model.constraint_names) + [f"fix_q[{model.coordinates[k]}]" for k in idx]
+    if _concrete(q0, res):
+        res_np = np.asarray(res)
+        worst = float(np.max(np.abs(res_np))) if res_np.size else 0.0
+        if not bool(converged) or not np.isfinite(worst) or worst > max(1e3 * tol, 1e-9):
+            order = np.argsort(-np.nan_to_num(np.abs(res_np), nan=np.inf))[:3]
+            detail = ", ".join(f"{res_names[k]} = {res_np[k]:.3g}" for k in order)
+            raise InitialConditionError(
+                f"initial_conditions: Newton did not converge to the constraints (max residual "
+                f"{worst:.3g}; worst: {detail}). Start from a guess closer to an assembled "
+                "configuration, or check that the conditions can be met."
+            )
+    else:
+        q0 = eqx.error_if(
+            q0, ~(jnp.max(jnp.abs(res), initial=0.0) <= max(1e3 * tol, 1e-9)),
+            "initial_conditions: Newton did not converge to the constraints.",
+        )
+
+    # ---------------------------------------------------------------- velocities
+    qd_guess = jnp.zeros((n,)) if qd_guess is None else jnp.asarray(qd_guess, dtype=float)
+    if qd_guess.shape != (n,):
+        raise InitialConditionError(f"initial_conditions: qd_guess has shape {qd_guess.shape}, expected ({n},).")
+    if fix_qd is None:
+        return q0, project_velocities(model, q0, qd_guess, t0, p)
+    vidx, vvals = _conditions(model, fix_qd, n - model.m, "fix_qd", "velocity")
+    B = kin.constraint_jacobian(model, q0, t0, p)
+    E = jnp.asarray(_unit_rows(vidx, n))
+    K = jnp.concatenate([B, E], axis=0)
+    if _concrete(K):
+        if _rank(np.linalg.svd(np.asarray(K), compute_uv=False), K.shape, 1e-9)[0] < n:
+            _raise_dependent(model, np.asarray(B), vidx, "fix_qd", "velocity")
+    rhs = jnp.concatenate([kin.velocity_rhs(model, q0, t0, p), vvals])
+    return q0, jnp.linalg.solve(K, rhs)

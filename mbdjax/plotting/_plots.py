@@ -1,0 +1,110 @@
+"""Standard trajectory plots: coordinates, constraint residuals, energy, reactions."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+
+def _pyplot():
+    import matplotlib
+
+    if not os.environ.get("DISPLAY") and matplotlib.get_backend().lower() not in ("agg", "pdf", "svg"):
+        matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _axes(ax):
+    if ax is not None:
+        return ax
+    plt = _pyplot()
+    _, ax = plt.subplots(figsize=(7, 4), constrained_layout=True)
+    return ax
+
+
+def plot_coordinates(traj, names=None, ax=None):
+    """Each coordinate (or those in `names`) against time."""
+    ax = _axes(ax)
+    t = np.asarray(traj.t)
+    for name in names or traj.coordinates:
+        ax.plot(t, np.asarray(traj.coordinate(name)), label=name)
+    ax.set_xlabel("t [s]")
+    ax.set_ylabel("q")
+    ax.set_title("generalized coordinates")
+    ax.legend(fontsize="small", ncol=3)
+    ax.grid(alpha=0.3)
+    return ax
+
+
+def plot_residuals(traj, ax=None):
+    """`max |Φ|` and `max |B q̇ − b|` against time, on a log scale."""
+    ax = _axes(ax)
+    t = np.asarray(traj.t)
+    floor = 1e-18
+    if traj.constraint_names:
+        ax.semilogy(t, np.max(np.abs(np.asarray(traj.position_residual())), axis=-1) + floor, label="max |Φ|")
+    if traj.constraint_names or traj.nonholonomic_names:
+        ax.semilogy(t, np.max(np.abs(np.asarray(traj.velocity_residual())), axis=-1) + floor,
+                    label="max |B q̇ − b|")
+    ax.set_xlabel("t [s]")
+    ax.set_ylabel("residual")
+    ax.set_title("constraint residuals")
+    ax.legend(fontsize="small")
+    ax.grid(alpha=0.3)
+    return ax
+
+
+def plot_energy(traj, ax=None):
+    """Total energy `T + V` relative to its initial value."""
+    ax = _axes(ax)
+    t = np.asarray(traj.t)
+    e = np.asarray(traj.energy())
+    ax.plot(t, e - e[0])
+    ax.set_xlabel("t [s]")
+    ax.set_ylabel("E(t) − E(0) [J]")
+    ax.set_title("energy change (work of non-conservative forces plus drift)")
+    ax.grid(alpha=0.3)
+    return ax
+
+
+def plot_reactions(traj, joints=None, ax=None):
+    """Magnitude of the reaction force of each joint (or those in `joints`)."""
+    ax = _axes(ax)
+    t = np.asarray(traj.t)
+    fns = (traj.model.reaction_fns or {}) if traj.model is not None else {}
+    for joint in joints or sorted(fns):
+        force, _ = traj.reaction(joint)
+        ax.plot(t, np.linalg.norm(np.asarray(force), axis=-1), label=joint)
+    ax.set_xlabel("t [s]")
+    ax.set_ylabel("|F| [N]")
+    ax.set_title("joint reaction forces")
+    if fns:
+        ax.legend(fontsize="small", ncol=2)
+    ax.grid(alpha=0.3)
+    return ax
+
+
+def save_standard_plots(traj, out_dir, prefix=""):
+    """Write coordinates.png, residuals.png, energy.png and (with joints) reactions.png.
+
+    Returns the list of paths written.
+    """
+    plt = _pyplot()
+    os.makedirs(out_dir, exist_ok=True)
+    paths = []
+    plots = [("coordinates", plot_coordinates), ("residuals", plot_residuals), ("energy", plot_energy)]
+    if traj.lam is not None and traj.model is not None and traj.model.reaction_fns:
+        plots.append(("reactions", plot_reactions))
+    for name, fn in plots:
+        if name == "residuals" and not (traj.constraint_names or traj.nonholonomic_names):
+            continue
+        fig, ax = plt.subplots(figsize=(7, 4), constrained_layout=True)
+        fn(traj, ax=ax)
+        path = os.path.join(out_dir, f"{prefix}{name}.png")
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        paths.append(path)
+    return paths

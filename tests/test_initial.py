@@ -1,0 +1,98 @@
+"""Consistent initial conditions and every InitialConditionError case (THEORY §4)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mbdjax as mbd
+
+
+@pytest.fixture(scope="module")
+def pendulum():
+    # Point mass on a rod of length L in Cartesian coordinates: Φ = ½(x² + y² − L²).
+    return mbd.Model(
+        ("x", "y"), mass_diagonal=lambda p: jnp.stack([p["m"], p["m"]]),
+        potential=lambda q, t, p: p["m"] * 9.81 * q[1],
+        holonomic=lambda q, t, p: jnp.stack([0.5 * (q @ q - p["L"] ** 2)]),
+        constraint_names=("rod",), params={"m": 1.0, "L": 1.0},
+    )
+
+
+@pytest.fixture(scope="module")
+def knife():
+    # Knife edge (x, y, th): one nonholonomic row sin(th) xd − cos(th) yd = 0, no
+    # holonomic rows: 3 position and 2 velocity degrees of freedom.
+    return mbd.Model(
+        ("x", "y", "th"), mass_diagonal=lambda p: jnp.array([1.0, 1.0, 0.1]),
+        nonholonomic=lambda q, qd, t, p: jnp.stack([jnp.sin(q[2]) * qd[0] - jnp.cos(q[2]) * qd[1]]),
+        constraint_names=(), nonholonomic_names=("no_slip",),
+    )
+
+
+def test_solves_positions_and_velocities(pendulum):
+    # Closed form: x = 0.6 on the unit circle below the pivot gives y = −0.8; with
+    # ẋ = 1, x ẋ + y ẏ = 0 gives ẏ = 0.75.
+    q0, qd0 = mbd.initial_conditions(pendulum, jnp.array([0.5, -0.5]), fix_q={"x": 0.6}, fix_qd={"x": 1.0})
+    np.testing.assert_allclose(q0, [0.6, -0.8], atol=1e-12)
+    np.testing.assert_allclose(qd0, [1.0, 0.75], atol=1e-12)
+
+
+def test_projection_when_no_conditions(pendulum):
+    q0, qd0 = mbd.initial_conditions(pendulum, jnp.array([0.5, -0.5]), qd_guess=jnp.array([1.0, 1.0]))
+    np.testing.assert_allclose(q0, [2**-0.5, -(2**-0.5)], atol=1e-12)
+    assert abs(float(q0 @ qd0)) < 1e-12
+
+
+def test_nonholonomic_velocity_dof(knife):
+    q0, qd0 = mbd.initial_conditions(knife, jnp.array([0.0, 0.0, 0.3]), fix_q={"x": 0.0, "y": 0.0, "th": 0.3},
+                                     fix_qd={"x": 2.0, "th": 1.0})
+    np.testing.assert_allclose(qd0, [2.0, 2.0 * np.tan(0.3), 1.0], rtol=1e-12)
+
+
+def test_condition_value_is_differentiable(pendulum):
+    # y = −sqrt(1 − x²)  =>  dy/dx = x / sqrt(1 − x²) = 0.75 at x = 0.6
+    g = jax.grad(lambda x: mbd.initial_conditions(pendulum, jnp.array([0.5, -0.5]), fix_q={"x": x})[0][1])(0.6)
+    np.testing.assert_allclose(g, 0.75, rtol=1e-10)
+
+
+@pytest.mark.parametrize(
+    "kwargs, fragment",
+    [
+        (dict(fix_q={}), "too few position conditions"),
+        (dict(fix_q={"x": 0.6, "y": -0.8}), "too many position conditions"),
+        (dict(fix_q={"z": 1.0}), "unknown coordinates ['z']"),
+        (dict(fix_q={"x": 0.6}, fix_qd={}), "too few velocity conditions"),
+        (dict(fix_q={"x": 0.6}, fix_qd={"x": 1.0, "y": 0.0}), "too many velocity conditions"),
+        (dict(fix_q={"x": 2.0}), "Newton did not converge"),
+        (dict(fix_q=[("x", 1.0)]), "must be a dict"),
+    ],
+)
+def test_errors(pendulum, kwargs, fragment):
+    with pytest.raises(mbd.InitialConditionError) as err:
+        mbd.initial_conditions(pendulum, jnp.array([0.5, -0.5]), **kwargs)
+    assert fragment in str(err.value)
+
+
+def test_newton_failure_names_the_worst_constraint(pendulum):
+    # |x| = 2 > L: the rod cannot be assembled.
+    with pytest.raises(mbd.InitialConditionError, match="worst: rod"):
+        mbd.initial_conditions(pendulum, jnp.array([0.5, -0.5]), fix_q={"x": 2.0})
+
+
+def test_dependent_position_condition(pendulum):
+    # At (1, 0) the rod is horizontal: Φ_q = (1, 0), so fixing x repeats the
+    # constraint's information; y must be conditioned instead.
+    with pytest.raises(mbd.InitialConditionError, match=r"\['fix_q\[x\]'\] are dependent.*\['y'\]"):
+        mbd.initial_conditions(pendulum, jnp.array([1.0, 0.0]), fix_q={"x": 1.0})
+
+
+def test_dependent_velocity_condition(pendulum):
+    # At (0, −1) the velocity constraint is −ẏ = 0: conditioning ẏ is dependent.
+    with pytest.raises(mbd.InitialConditionError, match=r"velocity conditions \['fix_qd\[y\]'\] are dependent"):
+        mbd.initial_conditions(pendulum, jnp.array([0.0, -1.0]), fix_q={"x": 0.0}, fix_qd={"y": 0.0})
+
+
+def test_bad_guess_shape(pendulum):
+    with pytest.raises(mbd.InitialConditionError, match=r"expected \(2,\)"):
+        mbd.initial_conditions(pendulum, jnp.zeros(3))
