@@ -42,8 +42,15 @@ def holonomic_jacobian(model, q, t, p):
         return jnp.zeros((0, q.shape[0]), dtype=float)
     if model.holonomic_jacobian_fn is not None:
         return _f(model.holonomic_jacobian_fn(q, t, p))
+    if model.jacobian_pattern is not None:
+        return model.jacobian_pattern.dense(holonomic_jacobian_values(model, q, t, p))
     jac = jax.jacrev if model.m_h > 2 * q.shape[0] else jax.jacfwd
     return jac(lambda x: _f(model.holonomic_fn(x, t, p)))(q)
+
+
+def holonomic_jacobian_values(model, q, t, p):
+    """The `(nnz,)` nonzeros of `Φ_q` in the order of `model.jacobian_pattern`."""
+    return _f(model.holonomic_jacobian_values_fn(_f(q), _f(t), p))
 
 
 def nu(model, q, t, p):

@@ -63,6 +63,11 @@ class Model(eqx.Module):
         holonomic: `Φ(q, t, p) -> (m_h,)`, kinematic and driving constraints.
         holonomic_jacobian: optional `Φ_q(q, t, p) -> (m_h, n)`; when omitted it is
             `jax.jacfwd` of `holonomic` (front ends pass a structured one).
+        jacobian_pattern, holonomic_jacobian_values: optional sparse form of `Φ_q`:
+            a `JacobianPattern` (or `(rows, cols)`) of its structural nonzeros and
+            `fn(q, t, p) -> (nnz,)` their values in that order. With a constant
+            diagonal mass matrix the augmented formulation then forms `B M⁻¹ Bᵀ` from
+            the nonzeros alone.
         constraint_names: names of the `m_h` holonomic rows (default `"phi[k]"`).
         nonholonomic: `C(q, qd, t, p) = A(q,t) q̇ + a(q,t) -> (m_n,)`, affine in q̇.
         nonholonomic_names: names of the `m_n` nonholonomic rows.
@@ -90,6 +95,8 @@ class Model(eqx.Module):
     dissipation_fn: Callable | None = eqx.field(static=True, default=None)
     holonomic_fn: Callable | None = eqx.field(static=True, default=None)
     holonomic_jacobian_fn: Callable | None = eqx.field(static=True, default=None)
+    jacobian_pattern: Any = eqx.field(static=True, default=None)
+    holonomic_jacobian_values_fn: Callable | None = eqx.field(static=True, default=None)
     nonholonomic_fn: Callable | None = eqx.field(static=True, default=None)
     reaction_fns: Mapping[str, Callable] | None = eqx.field(static=True, default=None)
     metadata: Mapping[str, Any] | None = eqx.field(static=True, default=None)
@@ -106,6 +113,8 @@ class Model(eqx.Module):
         dissipation=None,
         holonomic=None,
         holonomic_jacobian=None,
+        jacobian_pattern=None,
+        holonomic_jacobian_values=None,
         constraint_names=None,
         nonholonomic=None,
         nonholonomic_names=None,
@@ -142,6 +151,10 @@ class Model(eqx.Module):
                 problems.append(f"Model: `{label}` must be a function, got {type(fn).__name__}.")
         if holonomic_jacobian is not None and holonomic is None:
             problems.append("Model: `holonomic_jacobian` given without `holonomic`.")
+        if (jacobian_pattern is None) != (holonomic_jacobian_values is None):
+            problems.append("Model: give `jacobian_pattern` and `holonomic_jacobian_values` together.")
+        if holonomic_jacobian_values is not None and holonomic is None:
+            problems.append("Model: `holonomic_jacobian_values` given without `holonomic`.")
         if problems:
             raise ModelError(problems)
 
@@ -156,6 +169,8 @@ class Model(eqx.Module):
         self.dissipation_fn = dissipation
         self.holonomic_fn = holonomic
         self.holonomic_jacobian_fn = holonomic_jacobian
+        self.holonomic_jacobian_values_fn = holonomic_jacobian_values
+        self.jacobian_pattern = None
         self.nonholonomic_fn = nonholonomic
         self.reaction_fns = dict(reactions) if reactions else None
         self.metadata = dict(metadata) if metadata else None
@@ -220,6 +235,29 @@ class Model(eqx.Module):
                             "Model: `holonomic_jacobian` does not match the derivative of "
                             "`holonomic`; omit it to use autodiff."
                         )
+            if holonomic_jacobian_values is not None and m_h:
+                from ._sparse import JacobianPattern
+
+                pattern = jacobian_pattern
+                if not isinstance(pattern, JacobianPattern):
+                    try:
+                        pattern = JacobianPattern(pattern[0], pattern[1], (m_h, n))
+                    except (ValueError, TypeError, IndexError) as err:
+                        problems.append(f"Model: bad `jacobian_pattern`: {err}")
+                        pattern = None
+                if pattern is not None and pattern.shape != (m_h, n):
+                    problems.append(f"Model: `jacobian_pattern` has shape {pattern.shape}, expected {(m_h, n)}.")
+                    pattern = None
+                if pattern is not None:
+                    vals = evaluate("holonomic_jacobian_values", holonomic_jacobian_values, q, t, p)
+                    if expect("holonomic_jacobian_values", vals, (pattern.nnz,)):
+                        ref = jax.jacfwd(lambda x: jnp.asarray(holonomic(x, t, p)))(q)
+                        if not bool(jnp.allclose(pattern.dense(vals), ref, rtol=1e-6, atol=1e-9)):
+                            problems.append(
+                                "Model: `holonomic_jacobian_values` (with `jacobian_pattern`) do not "
+                                "match the derivative of `holonomic`."
+                            )
+                    self.jacobian_pattern = pattern
         self.constraint_names = _row_names("constraint_names", constraint_names, m_h, "phi", problems)
 
         m_n = 0

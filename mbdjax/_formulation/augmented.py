@@ -14,6 +14,7 @@ from __future__ import annotations
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import jax.scipy.linalg  # noqa: F401  (cho_factor, cho_solve)
 
 from .. import _dynamics as dyn
 from .. import _kinematics as kin
@@ -54,7 +55,6 @@ class Augmented(AbstractFormulation):
             if model.inertia_kind == "mass_diagonal":
                 return Q / dyn.mass_diagonal(model, p), None
             return jnp.linalg.solve(dyn.mass_matrix(model, q, qd, t, p), Q), None
-        B = kin.constraint_jacobian(model, q, t, p)
         g = kin.acceleration_rhs(model, q, qd, t, p)
         g = stabilization.acceleration_rhs(model, q, qd, t, p, g)
         if self.schur is True:
@@ -65,9 +65,19 @@ class Augmented(AbstractFormulation):
                 "body); use mbdjax.Augmented(schur=False).",
             )
             Minv = 1.0 / diag
+            pattern = model.jacobian_pattern
+            if pattern is not None and model.m_n == 0:
+                # Sparse path: every product from the Jacobian's nonzeros; S is SPD.
+                vals = kin.holonomic_jacobian_values(model, q, t, p)
+                S = pattern.schur(vals, Minv)
+                rhs = pattern.matvec(vals, Minv * Q) - g
+                lam = jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(S), rhs)
+                return Minv * (Q - pattern.rmatvec(vals, lam)), lam
+            B = kin.constraint_jacobian(model, q, t, p)
             BMinv = B * Minv[None, :]
             lam = jnp.linalg.solve(BMinv @ B.T, BMinv @ Q - g)
             return Minv * (Q - B.T @ lam), lam
+        B = kin.constraint_jacobian(model, q, t, p)
         M = dyn.mass_matrix(model, q, qd, t, p)
         n, m = model.n, model.m
         K = jnp.block([[M, B.T], [B, jnp.zeros((m, m), dtype=float)]])

@@ -1,0 +1,52 @@
+"""The model zoo: each standard system written once, shared by the CLI, the
+experiments, the tests and the benchmark.
+
+Every function returns an `Example` (model, consistent initial state, end time, and
+the planar `Mechanism` it was built from). `EXAMPLES` maps the CLI names to
+zero-argument constructors; `get(name)` builds one.
+
+    >>> from mbdjax import models
+    >>> ex = models.get("double-pendulum")
+    >>> ex.model.coordinates[:3]
+    ('link1.x', 'link1.y', 'link1.phi')
+"""
+
+from __future__ import annotations
+
+from .._errors import ModelError
+from ._example import Example as Example, consistent_positions, consistent_velocities
+from ._four_bar import four_bar as four_bar, massless_link_four_bar as massless_link_four_bar
+from ._four_bar import parallelogram_redundant as parallelogram_redundant
+from ._pendulums import double_pendulum as double_pendulum, pendulum_chain as pendulum_chain
+from ._slider_crank import slider_crank as slider_crank, slider_crank_dead_centre as slider_crank_dead_centre
+
+EXAMPLES = {
+    "slider-crank": lambda: slider_crank(driven=True),
+    "slider-crank-free": lambda: slider_crank(driven=False),
+    "four-bar": four_bar,
+    "double-pendulum": double_pendulum,
+    "pendulum-chain": lambda: pendulum_chain(5),
+    "massless-four-bar": massless_link_four_bar,
+    "parallelogram-redundant": parallelogram_redundant,
+    "slider-crank-dead-centre": slider_crank_dead_centre,
+}
+
+
+def get(name: str) -> Example:
+    """Build the example called `name` (a key of `EXAMPLES`).
+
+    Raises:
+        ModelError: for an unknown name, listing the available ones.
+    """
+    try:
+        make = EXAMPLES[name]
+    except (KeyError, TypeError):
+        raise ModelError(f"models.get: no example named {name!r}; available: {sorted(EXAMPLES)}.") from None
+    return make()
+
+
+__all__ = [
+    "EXAMPLES", "Example", "consistent_positions", "consistent_velocities", "double_pendulum", "four_bar",
+    "get", "massless_link_four_bar", "parallelogram_redundant", "pendulum_chain", "slider_crank",
+    "slider_crank_dead_centre",
+]
