@@ -84,7 +84,8 @@ class CheckReport:
                 f" (dependent: {', '.join(self.dependent)})" if self.singular else "")),
             ("M positive definite", f"{yn(self.mass_positive_definite)} (min eig {self.mass_min_eig:.3e})"),
             ("M positive on null(B)", f"{yn(self.mass_positive_on_nullspace)} "
-                                      f"(min eig {self.reduced_mass_min_eig:.3e})"),
+                                      f"(min eig {self.reduced_mass_min_eig:.3e})" if self.dof
+             else "yes (no admissible motion: dof = 0)"),
             ("verdict", "OK: accelerations and multipliers are unique" if self.ok else "NOT OK"),
         ]
         width = max(len(k) for k, _ in rows)

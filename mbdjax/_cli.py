@@ -83,6 +83,7 @@ def _cmd_run(args):
     vel = np.asarray(traj.velocity_residual()) if ex.model.m else np.zeros((1, 0))
     energy = np.asarray(traj.energy())
     scale = max(abs(float(energy[0])), float(np.max(np.abs(np.asarray(traj.kinetic_energy())))), 1e-300)
+    work = np.asarray(traj.work()) if ex.model.inertia_kind != "mass_matrix" else None
     summary = {
         "example": ex.name,
         "description": ex.description,
@@ -95,6 +96,10 @@ def _cmd_run(args):
         "energy_initial": float(energy[0]),
         "energy_change_max": float(np.max(np.abs(energy - energy[0]))),
         "energy_change_relative": float(np.max(np.abs(energy - energy[0])) / scale),
+        "work_input": float(work[-1]) if work is not None else None,
+        "energy_balance_error_relative": (
+            float(np.max(np.abs(energy - energy[0] - work)) / max(scale, float(np.max(np.abs(work)))))
+            if work is not None else None),
         "wall_time_s": wall,
         "compile_and_first_run_s": first,
         "check": {"ok": report.ok, "rank": report.rank, "dof": report.dof,
@@ -112,6 +117,10 @@ def _cmd_run(args):
           f"{summary['max_velocity_residual']:.2e} (velocity)")
     print(f"  energy change            {summary['energy_change_max']:.3e} J "
           f"(relative {summary['energy_change_relative']:.2e})")
+    if work is not None:
+        print(f"  energy balance           E(t) − E(0) − W(t) within "
+              f"{summary['energy_balance_error_relative']:.1e} (relative; W = work of forces, dampers "
+              "and drivers, trapezoidal over the output points)")
     print(f"  wrote {', '.join(os.path.basename(p) for p in ['trajectory.npz', 'summary.json'] + plots)} to {out}")
     return 0
 

@@ -78,3 +78,21 @@ def forcing(model, q, qd, t, p):
         _, dp = jax.jvp(momentum, (q, t), (qd, jnp.ones_like(t)))
         Q = Q + dT_dq - dp
     return Q
+
+
+def applied_power(model, q, qd, t, p):
+    """Power of the applied and dissipative forces, `(Q^A − ∂D/∂q̇)·q̇` (W).
+
+    Excludes the potential (its work is in V) and, for `kinetic_energy` models, the
+    inertial terms. Not defined for `mass_matrix` models, whose `forces` also hold
+    the quadratic-velocity terms.
+    """
+    q = jnp.asarray(q, dtype=float)
+    qd = jnp.asarray(qd, dtype=float)
+    t = jnp.asarray(t, dtype=float)
+    F = jnp.zeros_like(q)
+    if model.forces_fn is not None:
+        F = F + jnp.asarray(model.forces_fn(q, qd, t, p), dtype=float)
+    if model.dissipation_fn is not None:
+        F = F - jax.grad(lambda v: jnp.asarray(model.dissipation_fn(q, v, t, p), dtype=float))(qd)
+    return F @ qd

@@ -162,6 +162,39 @@ class Trajectory(eqx.Module):
             lambda q, qd, t: dyn.kinetic_energy(model, q, qd, t, self.params), self.q, self.qd, self.t
         )
 
+    def power(self) -> jax.Array:
+        """`(T,)` power put into the system by applied forces, dampers and drivers (W).
+
+        `P = (Q^A − ∂D/∂q̇)·q̇ − λᵀ b`: the second term is the power of the constraint
+        forces, nonzero only for rheonomic (driving) constraints since `B q̇ = b`.
+        For models whose T and V do not depend on time explicitly, `dE/dt = P`.
+        Not available for `mass_matrix` models (their `forces` hold inertial terms).
+        """
+        model = self._need_model("power")
+        if model.inertia_kind == "mass_matrix":
+            raise MbdjaxError(
+                "Trajectory.power: a `mass_matrix` model's forces include the quadratic-velocity "
+                "terms, so the applied power is not defined; use kinetic_energy= for energy balances."
+            )
+
+        def power(q, qd, t, lam):
+            P = dyn.applied_power(model, q, qd, t, self.params)
+            if lam is not None and model.m:
+                P = P - lam @ kin.velocity_rhs(model, q, t, self.params)
+            return P
+
+        if self.lam is None:
+            return self._map(lambda q, qd, t: power(q, qd, t, None), self.q, self.qd, self.t)
+        return self._map(power, self.q, self.qd, self.t, self.lam)
+
+    def work(self) -> jax.Array:
+        """`(T,)` work done by applied forces, dampers and drivers since `t[0]` (J),
+        the trapezoidal integral of `power()` over the output times."""
+        P = self.power()
+        dt = jnp.diff(self.t, axis=-1)
+        steps = 0.5 * dt * (P[..., 1:] + P[..., :-1])
+        return jnp.concatenate([jnp.zeros_like(P[..., :1]), jnp.cumsum(steps, axis=-1)], axis=-1)
+
     def reaction(self, joint: str):
         """Reaction of joint `joint` on its first body: `(force (T, 2), torque (T,))`.
 

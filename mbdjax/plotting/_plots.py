@@ -62,10 +62,13 @@ def plot_energy(traj, ax=None):
     ax = _axes(ax)
     t = np.asarray(traj.t)
     e = np.asarray(traj.energy())
-    ax.plot(t, e - e[0])
+    ax.plot(t, e - e[0], label="E(t) − E(0)")
+    if traj.model is not None and traj.model.inertia_kind != "mass_matrix":
+        ax.plot(t, np.asarray(traj.work()), "--", label="work of forces, dampers, drivers")
+        ax.legend(fontsize="small")
     ax.set_xlabel("t [s]")
-    ax.set_ylabel("E(t) − E(0) [J]")
-    ax.set_title("energy change (work of non-conservative forces plus drift)")
+    ax.set_ylabel("[J]")
+    ax.set_title("energy balance")
     ax.grid(alpha=0.3)
     return ax
 
