@@ -64,13 +64,9 @@ def forcing(model, q, qd, t, p):
     q = jnp.asarray(q, dtype=float)
     qd = jnp.asarray(qd, dtype=float)
     t = jnp.asarray(t, dtype=float)
-    Q = jnp.zeros_like(q)
-    if model.forces_fn is not None:
-        Q = Q + jnp.asarray(model.forces_fn(q, qd, t, p), dtype=float)
+    Q = applied_forces(model, q, qd, t, p)
     if model.potential_fn is not None:
         Q = Q - jax.grad(lambda x: jnp.asarray(model.potential_fn(x, t, p), dtype=float))(q)
-    if model.dissipation_fn is not None:
-        Q = Q - jax.grad(lambda v: jnp.asarray(model.dissipation_fn(q, v, t, p), dtype=float))(qd)
     if model.inertia_kind == "kinetic_energy":
         T = model.kinetic_energy_fn
         dT_dq = jax.grad(lambda x: T(x, qd, t, p))(q)
@@ -87,6 +83,12 @@ def applied_power(model, q, qd, t, p):
     inertial terms. Not defined for `mass_matrix` models, whose `forces` also hold
     the quadratic-velocity terms.
     """
+    qd = jnp.asarray(qd, dtype=float)
+    return applied_forces(model, q, qd, t, p) @ qd
+
+
+def applied_forces(model, q, qd, t, p):
+    """`Q^A − ∂D/∂q̇`, shape `(n,)`: applied forces plus the dampers' (content) forces."""
     q = jnp.asarray(q, dtype=float)
     qd = jnp.asarray(qd, dtype=float)
     t = jnp.asarray(t, dtype=float)
@@ -95,4 +97,4 @@ def applied_power(model, q, qd, t, p):
         F = F + jnp.asarray(model.forces_fn(q, qd, t, p), dtype=float)
     if model.dissipation_fn is not None:
         F = F - jax.grad(lambda v: jnp.asarray(model.dissipation_fn(q, v, t, p), dtype=float))(qd)
-    return F @ qd
+    return F

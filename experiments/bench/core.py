@@ -12,9 +12,9 @@ without constraint stabilization:
 
 Systems: the N-link pendulum chain (N = 2, 5, 10, 20, ``mbdjax.models.pendulum_chain``),
 the zoo's free slider-crank (``mbdjax.models.slider_crank(driven=False)``: damped motor
-and slider spring-damper) and the benchmark brief's free slider-crank (constant
-0.5 N·m torque, slender rods; ``spec_slider_crank``, built with ``mbdjax.planar``), 10 s
-of motion each. The baseline twin of every model is read off the model itself
+and slider spring-damper) and a slider-crank with slender links (slender-rod crank and
+connecting rod, a 1 kg slider, a constant 0.5 N·m torque; ``slender_slider_crank``, built
+with ``mbdjax.planar``), 10 s of motion each. The baseline twin of every model is read off the model itself
 (``baseline_from_example``). Reported per system: baseline wall time (best of ``--repeat``), RHS
 calls and µs per call; mbdjax compile time (first call minus second call), run time
 after compilation (best of 3), steps; the ratio baseline/mbdjax; and the largest
@@ -113,8 +113,8 @@ def baseline_from_example(ex):
     return mech, perm
 
 
-def spec_slider_crank():
-    """The free slider-crank of the benchmark brief, built with ``mbdjax.planar``.
+def slender_slider_crank():
+    """A free slider-crank with slender links, built with ``mbdjax.planar``.
 
     Crank r = 0.1 m (1 kg, slender rod, pinned to ground at its end), connecting rod
     L = 0.3 m (2 kg, slender rod), slider 1 kg (5 cm block inertia) on the global x
@@ -139,17 +139,17 @@ def spec_slider_crank():
     pm.torque("motor", "crank", lambda q, qd, t, p: p["motor"]["tau0"] - p["motor"]["c"] * qd[i_phi],
               params={"tau0": d["torque"], "c": 0.0})
     model = pm.build()
-    return SimpleNamespace(name="slider-crank-spec", model=model, q0=jnp.asarray(q0), qd0=jnp.asarray(qd0),
+    return SimpleNamespace(name="slider-crank-slender", model=model, q0=jnp.asarray(q0), qd0=jnp.asarray(qd0),
                            t1=10.0, mechanism=pm)
 
 
 def systems(Ns):
-    """``[(label, N, example)]``: the chains, the zoo's free slider-crank and the brief's."""
+    """``[(label, N, example)]``: the chains, the zoo's free slider-crank and the slender-link one."""
     from mbdjax.models import pendulum_chain, slider_crank
 
     out = [("pendulum chain", N, lambda N=N: pendulum_chain(N)) for N in Ns]
     out.append(("slider-crank (zoo, free)", 3, lambda: slider_crank(driven=False)))
-    out.append(("slider-crank (brief spec)", 3, spec_slider_crank))
+    out.append(("slider-crank (slender links)", 3, slender_slider_crank))
     return out
 
 
@@ -318,7 +318,7 @@ def main(argv=None):
     t_cmp = 1.0
     solver = make_solver(args.solver)
     print(f"machine: {cpu_model()}; {machine_line()}")
-    print(f"models: mbdjax.models (+ the brief's slider-crank via mbdjax.planar); mbdjax solver: {args.solver}; baseline: solve_ivp RK45; "
+    print(f"models: mbdjax.models (+ the slender-link slider-crank via mbdjax.planar); mbdjax solver: {args.solver}; baseline: solve_ivp RK45; "
           f"rtol={RTOL:g}, atol={ATOL:g}, t1={t1:g} s")
     bl.self_check(verbose=True)
 
@@ -364,7 +364,7 @@ def main(argv=None):
         fh.write(f"# mbdjax vs NumPy/SciPy baseline{' (quick)' if args.quick else ''}\n\n")
         fh.write(f"- date: {time.strftime('%Y-%m-%d %H:%M')}\n- machine: {cpu_model()}; {machine_line()}\n")
         fh.write("- models: `mbdjax.models.pendulum_chain(N)`, `mbdjax.models.slider_crank(driven=False)`, "
-                 "and the brief's slider-crank built with `mbdjax.planar` (`core.spec_slider_crank`)\n")
+                 "and the slender-link slider-crank built with `mbdjax.planar` (`core.slender_slider_crank`)\n")
         fh.write(f"- mbdjax solver: {args.solver} (diffrax PID controller); "
                  f"baseline: solve_ivp RK45; rtol={RTOL:g}, atol={ATOL:g}, no stabilization, "
                  f"t1 = {t1:g} s, best of {args.repeat}\n\n")
