@@ -247,9 +247,17 @@ def _per_call_us(f, q, qd, reps=2000):
 def profile_rhs(ex, mech, q0b, qd0b, perm):
     """Where one right-hand-side call spends its time, mbdjax (compiled) and baseline.
 
-    Evaluated at the baseline's state 0.5 s into the motion (nonzero velocities).
+    Evaluated at the baseline's state 0.5 s into the motion (nonzero velocities). The
+    mbdjax pieces are the ones its augmented formulation uses: with a planar Jacobian
+    pattern, the Schur complement ``S = B M⁻¹ Bᵀ`` is formed from the Jacobian's nonzeros
+    (``mbdjax._sparse``, gathers only) and factored with a dense Cholesky
+    (``jax.scipy.linalg.cho_factor``/``cho_solve``). For models with a dissipation
+    function, ``∂D/∂q̇`` alone and the RHS with the dissipation removed are timed too.
     """
+    import copy
     import timeit
+
+    import jax.scipy.linalg as jsl
 
     from mbdjax import _dynamics as dyn
     from mbdjax import _kinematics as kin
@@ -261,15 +269,35 @@ def profile_rhs(ex, mech, q0b, qd0b, perm):
     model, p = ex.model, ex.model.params
     form = mbdjax.Augmented().prepare(model, p)
     stab = mbdjax.NoStabilization()
-    B = kin.constraint_jacobian(model, q, 0.0, p)
     Minv = 1.0 / dyn.mass_diagonal(model, p)
+    pat = model.jacobian_pattern
     parts = {
         "RHS (q̈, λ)": lambda q, qd: form.accelerations(model, q, qd, 0.0, p, stab),
         "Φ_q": lambda q, qd: kin.constraint_jacobian(model, q, 0.0, p),
         "γ": lambda q, qd: kin.acceleration_rhs(model, q, qd, 0.0, p),
         "Q": lambda q, qd: dyn.forcing(model, q, qd, 0.0, p),
-        "Schur (BM⁻¹Bᵀ, LU)": lambda q, qd: jnp.linalg.solve((B * (Minv + 0 * q)[None, :]) @ B.T, B @ qd),
     }
+    if pat is not None:
+        vals0 = kin.holonomic_jacobian_values(model, q, 0.0, p)
+        S0 = pat.schur(vals0, Minv)
+
+        def chol(S, r):
+            return jsl.cho_solve(jsl.cho_factor(S), r)
+
+        def schur_chol(q, qd):
+            vals = kin.holonomic_jacobian_values(model, q, 0.0, p)
+            return chol(pat.schur(vals, Minv), pat.matvec(vals, qd))
+
+        parts["Φ_q nonzeros"] = lambda q, qd: kin.holonomic_jacobian_values(model, q, 0.0, p)
+        parts["S (sparse)"] = lambda q, qd: pat.schur(vals0 * (1.0 + 0.0 * q[0]), Minv)
+        parts["Cholesky"] = lambda q, qd: chol(S0 + 0.0 * q[0] * jnp.eye(S0.shape[0]), qd[: S0.shape[0]])
+        parts["Φ_q nz + S + Cholesky"] = schur_chol
+    if model.dissipation_fn is not None:
+        D = model.dissipation_fn
+        parts["∂D/∂q̇"] = lambda q, qd: jax.grad(lambda v: jnp.asarray(D(q, v, 0.0, p), dtype=float))(qd)
+        bare = copy.copy(model)
+        object.__setattr__(bare, "dissipation_fn", None)
+        parts["RHS without D"] = lambda q, qd: form.accelerations(bare, q, qd, 0.0, p, stab)
     cost = {k: _per_call_us(f, q, qd) for k, f in parts.items()}
     print("  mbdjax per call (µs, compiled): " + ", ".join(f"{k} {v:.2f}" for k, v in cost.items()))
     y = np.concatenate([qb, qdb])
