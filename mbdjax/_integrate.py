@@ -166,6 +166,8 @@ def simulate(
 @eqx.filter_jit
 def _simulate(model, formulation, stabilization, solver, adjoint, q0, qd0, p, t0, t1, ts,
               rtol, atol, dt0, max_steps, drift_tol, throw, settings):
+    q0 = formulation.check_params(model, p, q0)
+
     def vector_field(t, y, args):
         q, qd = y
         qdd, _ = formulation.accelerations(model, q, qd, t, args, stabilization)

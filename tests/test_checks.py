@@ -92,3 +92,10 @@ def test_nonholonomic_rows_are_named():
                       nonholonomic_names=("blade", "blade_copy"))
     r = mbd.check(model, jnp.array([0.0, 0.0, 0.3]))
     assert r.redundant == ("blade_copy",) and r.m_n == 2
+
+
+def test_schur_path_refuses_massless_bodies(zoo):
+    # B M⁻¹ Bᵀ needs M⁻¹: a clear run-time error, not a NaN trajectory.
+    ex = zoo["massless-four-bar"]
+    with pytest.raises(Exception, match="schur=False"):
+        mbd.simulate(ex.model, ex.q0, ex.qd0, t1=0.1, formulation=mbd.Augmented(schur=True))

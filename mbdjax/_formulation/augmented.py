@@ -49,6 +49,16 @@ class Augmented(AbstractFormulation):
             return Augmented(schur=True)
         return Augmented(schur=bool(jnp.all(diag > 0)))
 
+    def check_params(self, model, p, x):
+        if self.schur is not True:
+            return x
+        diag = dyn.mass_diagonal(model, p)
+        return eqx.error_if(
+            x, jnp.any(diag <= 0),
+            "Augmented(schur=True): a mass-matrix entry is zero or negative (a massless "
+            "body); use mbdjax.Augmented(schur=False).",
+        )
+
     def accelerations(self, model, q, qd, t, p, stabilization):
         Q = dyn.forcing(model, q, qd, t, p)
         if model.m == 0:
@@ -58,13 +68,7 @@ class Augmented(AbstractFormulation):
         g = kin.acceleration_rhs(model, q, qd, t, p)
         g = stabilization.acceleration_rhs(model, q, qd, t, p, g)
         if self.schur is True:
-            diag = dyn.mass_diagonal(model, p)
-            diag = eqx.error_if(
-                diag, jnp.any(diag <= 0),
-                "Augmented(schur=True): a mass-matrix entry is zero or negative (a massless "
-                "body); use mbdjax.Augmented(schur=False).",
-            )
-            Minv = 1.0 / diag
+            Minv = 1.0 / dyn.mass_diagonal(model, p)
             pattern = model.jacobian_pattern
             if pattern is not None and model.m_n == 0:
                 # Sparse path: every product from the Jacobian's nonzeros; S is SPD.

@@ -20,6 +20,11 @@ class AbstractFormulation(eqx.Module):
     def accelerations(self, model, q, qd, t, p, stabilization):
         raise NotImplementedError
 
+    def check_params(self, model, p, x):
+        """Attach run-time checks of the parameters to `x` (once per simulation, not per
+        right-hand side); returns `x`."""
+        return x
+
     def prepare(self, model, p):
         """Return a version of this formulation fitted to the model (called once,
         outside jit, with concrete or traced parameters)."""
