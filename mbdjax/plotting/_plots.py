@@ -7,6 +7,9 @@ import os
 import numpy as np
 
 
+_ANGLE_NAMES = ("phi", "theta", "psi", "th", "angle")
+
+
 def _pyplot():
     import matplotlib
 
@@ -101,11 +104,21 @@ def save_standard_plots(traj, out_dir, prefix=""):
     plots = [("coordinates", plot_coordinates), ("residuals", plot_residuals), ("energy", plot_energy)]
     if traj.lam is not None and traj.model is not None and traj.model.reaction_fns:
         plots.append(("reactions", plot_reactions))
+    angles = [c for c in traj.coordinates if c.rsplit(".", 1)[-1] in _ANGLE_NAMES]
+    others = [c for c in traj.coordinates if c not in angles]
     for name, fn in plots:
         if name == "residuals" and not (traj.constraint_names or traj.nonholonomic_names):
             continue
-        fig, ax = plt.subplots(figsize=(7, 4), constrained_layout=True)
-        fn(traj, ax=ax)
+        if name == "coordinates" and angles and others:
+            fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(7, 6), sharex=True, constrained_layout=True)
+            plot_coordinates(traj, names=others, ax=ax1)
+            plot_coordinates(traj, names=angles, ax=ax2)
+            ax1.set_title("generalized coordinates: lengths")
+            ax2.set_title("generalized coordinates: angles [rad]")
+            ax1.set_xlabel("")
+        else:
+            fig, ax = plt.subplots(figsize=(7, 4), constrained_layout=True)
+            fn(traj, ax=ax)
         path = os.path.join(out_dir, f"{prefix}{name}.png")
         fig.savefig(path, dpi=110)
         plt.close(fig)
