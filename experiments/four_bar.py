@@ -7,7 +7,6 @@ existence check along the motion (smallest singular value of Φ_q).
 Run: python experiments/four_bar.py   (plot: experiments/out/four_bar.png)
 """
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 

@@ -14,7 +14,6 @@ import time
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 import mbdjax as mbd
 from mbdjax.models import slider_crank

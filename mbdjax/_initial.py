@@ -9,6 +9,7 @@ conditions `q̇_k = v_k`.
 from __future__ import annotations
 
 import equinox as eqx
+import lineax as lx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -24,7 +25,7 @@ def _concrete(*xs):
     return not any(isinstance(leaf, jax.core.Tracer) for x in xs for leaf in jax.tree_util.tree_leaves(x))
 
 
-def _conditions(model, fix, needed, label, kind):
+def _conditions(model, fix, needed, label, kind, rank_note=""):
     """Validate a `{name: value}` condition dict; return (indices, values)."""
     if not isinstance(fix, dict):
         raise InitialConditionError(f"initial_conditions: `{label}` must be a dict {{coordinate: value}}.")
@@ -45,7 +46,7 @@ def _conditions(model, fix, needed, label, kind):
         raise InitialConditionError(
             f"initial_conditions: too many {kind} conditions: the model has {needed} {kind} "
             f"degree(s) of freedom but `{label}` gives {len(fix)} ({list(fix)}); remove "
-            f"{len(fix) - needed}."
+            f"{len(fix) - needed}{rank_note}."
         )
     idx = tuple(model.index(k) for k in fix)
     vals = jnp.stack([jnp.asarray(v, dtype=float) for v in fix.values()]) if fix else jnp.zeros((0,))
@@ -69,10 +70,12 @@ def _raise_dependent(model, J, idx, label, kind):
     dep_cond = [d for d in dep if d.startswith(label)]
     dep_cons = [d for d in dep if not d.startswith(label)]
     if dep_cons and not dep_cond:
+        rank = J.shape[0] - len(dep_cons)
         raise InitialConditionError(
             f"initial_conditions: the constraint rows {dep_cons} are dependent at the guess "
-            "(redundant joints or a singular configuration); run mbdjax.check on the model "
-            "and start from a regular configuration."
+            "(redundant joints or a singular configuration; mbdjax.check tells which). With "
+            f"redundant joints the model has {n - rank} {kind} degree(s) of freedom: give that "
+            "many conditions; otherwise start from a regular configuration."
         )
     base = np.vstack([J] + [E[r] for r, k in enumerate(idx) if f"{label}[{model.coordinates[k]}]" not in dep])
     r0, _ = _rank(np.linalg.svd(base, compute_uv=False), base.shape, 1e-9)
@@ -90,8 +93,35 @@ def _raise_dependent(model, J, idx, label, kind):
     )
 
 
+def _holonomic_rank(model, q_guess, fix, t0, p):
+    """Numerical rank of `Φ_q` on the manifold near the guess; `m_h` when traced.
+
+    Redundancy is a property of the constraint manifold (off it the rows are usually
+    independent), so the guess, with the fixed values applied, is first projected
+    onto `Φ = 0`.
+    """
+    if not model.m_h or not isinstance(fix, dict) or not _concrete(q_guess, p, list(fix.values())):
+        return model.m_h
+    q = np.array(q_guess, dtype=float)
+    for name, value in fix.items():
+        if name in model.coordinates:
+            q[model.index(name)] = float(value)
+    q, res, _ = _nearest(model, jnp.asarray(q), t0, p, 8)
+    if not np.all(np.isfinite(np.asarray(res))) or float(jnp.max(jnp.abs(res))) > 1e-8:
+        return model.m_h
+    J = np.asarray(kin.holonomic_jacobian(model, q, t0, p))
+    return _rank(np.linalg.svd(J, compute_uv=False), J.shape, 1e-9)[0]
+
+
+def _rank_note(model, rank):
+    if rank >= model.m_h:
+        return ""
+    return (f" (the {model.m_h} holonomic rows have rank {rank} at the guess: redundant "
+            f"constraints leave {model.n - rank} position degrees of freedom, which is also accepted)")
+
+
 @eqx.filter_jit
-def _newton(model, q_guess, idx, vals, t0, p, tol, max_iter):
+def _newton(model, q_guess, idx, vals, t0, p, tol, max_iter, least_squares=False):
     q_guess = q_guess.at[jnp.asarray(idx, dtype=int)].set(vals) if idx else q_guess
 
     def residual(q, args):
@@ -102,9 +132,13 @@ def _newton(model, q_guess, idx, vals, t0, p, tol, max_iter):
 
     if model.m_h == 0:
         return q_guess, residual(q_guess, None), jnp.asarray(True)
-    sol = optx.root_find(
-        residual, optx.Newton(rtol=tol, atol=tol), q_guess, max_steps=max_iter, throw=False
-    )
+    if least_squares:
+        solver = optx.GaussNewton(rtol=tol, atol=tol, linear_solver=lx.SVD())
+        sol = optx.least_squares(residual, solver, q_guess, max_steps=max_iter, throw=False)
+    else:
+        sol = optx.root_find(
+            residual, optx.Newton(rtol=tol, atol=tol), q_guess, max_steps=max_iter, throw=False
+        )
     return sol.value, residual(sol.value, None), sol.result == optx.RESULTS.successful
 
 
@@ -136,6 +170,10 @@ def initial_conditions(
     Positions: with `fix_q={name: value}` (exactly `n − m_h` entries) the square
     system `[Φ(q, t0); q_k − value_k] = 0` is solved by Newton from `q_guess`. With
     `fix_q=None` the guess is projected onto `Φ = 0` (nearest point, Gauss–Newton).
+
+    Redundant constraints (Φ_q of rank `r < m_h` at the guess) leave `n − r`
+    position degrees of freedom; that many conditions are accepted too and solved by
+    least-squares (Gauss–Newton) steps, and likewise for the velocities.
 
     Velocities: with `fix_qd={name: value}` (exactly `n − m_h − m_n` entries) the
     linear system `[Φ_q; A; E] q̇ = [ν; −a; v]` is solved. With `fix_qd=None`,
@@ -170,14 +208,22 @@ def initial_conditions(
         q0, res, converged = _nearest(model, q_guess, t0, p, 8)
         idx = ()
     else:
-        idx, vals = _conditions(model, fix_q, n - model.m_h, "fix_q", "position")
-        if _concrete(q_guess, vals, p) and idx and model.m_h:
-            qg = q_guess.at[jnp.asarray(idx)].set(vals)
+        # Redundant constraints (rank r_h < m_h at the guess) leave n − r_h position
+        # degrees of freedom; such a condition count is accepted and solved by
+        # least-squares Newton steps.
+        r_h = model.m_h
+        if isinstance(fix_q, dict) and len(fix_q) != n - model.m_h:
+            r_h = _holonomic_rank(model, q_guess, fix_q, t0, p)
+        redundant = isinstance(fix_q, dict) and r_h < model.m_h and len(fix_q) == n - r_h
+        idx, vals = _conditions(model, fix_q, n - (r_h if redundant else model.m_h), "fix_q", "position",
+                                rank_note=_rank_note(model, r_h))
+        if _concrete(q_guess, vals, p) and model.m_h:
+            qg = q_guess.at[jnp.asarray(idx, dtype=int)].set(vals) if idx else q_guess
             J = np.asarray(kin.holonomic_jacobian(model, qg, t0, p))
             stacked = np.vstack([J, _unit_rows(idx, n)])
             if _rank(np.linalg.svd(stacked, compute_uv=False), stacked.shape, 1e-9)[0] < n:
                 _raise_dependent(model, J, idx, "fix_q", "position")
-        q0, res, converged = _newton(model, q_guess, idx, vals, t0, p, tol, max_iter)
+        q0, res, converged = _newton(model, q_guess, idx, vals, t0, p, tol, max_iter, redundant)
     res_names = list(model.constraint_names) + [f"fix_q[{model.coordinates[k]}]" for k in idx]
     if _concrete(q0, res):
         res_np = np.asarray(res)
@@ -202,12 +248,22 @@ def initial_conditions(
         raise InitialConditionError(f"initial_conditions: qd_guess has shape {qd_guess.shape}, expected ({n},).")
     if fix_qd is None:
         return q0, project_velocities(model, q0, qd_guess, t0, p)
-    vidx, vvals = _conditions(model, fix_qd, n - model.m, "fix_qd", "velocity")
     B = kin.constraint_jacobian(model, q0, t0, p)
+    r_b = model.m
+    if _concrete(B) and model.m:
+        r_b = _rank(np.linalg.svd(np.asarray(B), compute_uv=False), B.shape, 1e-9)[0]
+    redundant = r_b < model.m and isinstance(fix_qd, dict) and len(fix_qd) == n - r_b
+    note = "" if r_b >= model.m else (
+        f" (B has rank {r_b} < {model.m} rows: redundant constraints leave {n - r_b} velocity "
+        "degrees of freedom, which is also accepted)")
+    vidx, vvals = _conditions(model, fix_qd, n - (r_b if redundant else model.m), "fix_qd", "velocity",
+                              rank_note=note)
     E = jnp.asarray(_unit_rows(vidx, n))
     K = jnp.concatenate([B, E], axis=0)
     if _concrete(K):
         if _rank(np.linalg.svd(np.asarray(K), compute_uv=False), K.shape, 1e-9)[0] < n:
             _raise_dependent(model, np.asarray(B), vidx, "fix_qd", "velocity")
     rhs = jnp.concatenate([kin.velocity_rhs(model, q0, t0, p), vvals])
+    if redundant:  # consistent overdetermined system: least squares is exact
+        return q0, jnp.linalg.lstsq(K, rhs)[0]
     return q0, jnp.linalg.solve(K, rhs)

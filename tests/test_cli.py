@@ -4,7 +4,6 @@ import json
 import os
 
 import numpy as np
-import pytest
 
 import mbdjax as mbd
 from mbdjax._cli import main

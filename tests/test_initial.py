@@ -96,3 +96,19 @@ def test_dependent_velocity_condition(pendulum):
 def test_bad_guess_shape(pendulum):
     with pytest.raises(mbd.InitialConditionError, match=r"expected \(2,\)"):
         mbd.initial_conditions(pendulum, jnp.zeros(3))
+
+
+def test_redundant_constraints_accept_the_true_dof():
+    # Parallelogram with a third parallel link: 12 rows of rank 11, so one position and
+    # one velocity condition determine the state (solved by least squares).
+    from mbdjax import models
+
+    ex = models.get("parallelogram-redundant")
+    q0, qd0 = mbd.initial_conditions(ex.model, ex.q0 + 0.01, fix_q={"crank.phi": 1.0},
+                                     fix_qd={"crank.phi": 2.0})
+    assert float(jnp.max(jnp.abs(ex.model.holonomic_constraints(q0)))) < 1e-12
+    assert float(jnp.max(jnp.abs(ex.model.constraint_jacobian(q0) @ qd0))) < 1e-12
+    np.testing.assert_allclose([q0[ex.model.index("crank.phi")], qd0[ex.model.index("crank.phi")]], [1.0, 2.0])
+    # ... and with no condition the message explains the count.
+    with pytest.raises(mbd.InitialConditionError, match="1 position degree"):
+        mbd.initial_conditions(ex.model, ex.q0, fix_q={})

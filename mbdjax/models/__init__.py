@@ -14,7 +14,7 @@ zero-argument constructors; `get(name)` builds one.
 from __future__ import annotations
 
 from .._errors import ModelError
-from ._example import Example as Example, consistent_positions, consistent_velocities
+from ._example import Example as Example
 from ._four_bar import four_bar as four_bar, massless_link_four_bar as massless_link_four_bar
 from ._four_bar import parallelogram_redundant as parallelogram_redundant
 from ._pendulums import double_pendulum as double_pendulum, pendulum_chain as pendulum_chain
@@ -46,7 +46,7 @@ def get(name: str) -> Example:
 
 
 __all__ = [
-    "EXAMPLES", "Example", "consistent_positions", "consistent_velocities", "double_pendulum", "four_bar",
+    "EXAMPLES", "Example", "double_pendulum", "four_bar",
     "get", "massless_link_four_bar", "parallelogram_redundant", "pendulum_chain", "slider_crank",
     "slider_crank_dead_centre",
 ]

@@ -11,7 +11,8 @@ import math
 import jax.numpy as jnp
 
 from ..planar import Mechanism
-from ._example import Example, consistent_positions, consistent_velocities
+from .._initial import initial_conditions
+from ._example import Example
 
 RHO = 2.0  # kg/m
 CRANK, COUPLER, ROCKER, GROUND = 0.1, 0.35, 0.3, 0.4  # m (Grashof: 0.1 + 0.4 < 0.35 + 0.3)
@@ -53,8 +54,8 @@ def _four_bar_mechanism(massless_coupler=False):
 
 def _released(mech, name, description, theta0, omega0, t1, q_of_theta):
     model = mech.build()
-    q0 = consistent_positions(model, q_of_theta(theta0), fix={"crank.phi": theta0})
-    qd0 = consistent_velocities(model, q0, fix={"crank.phi": omega0})
+    q0, qd0 = initial_conditions(model, q_of_theta(theta0), fix_q={"crank.phi": theta0},
+                                 fix_qd={"crank.phi": omega0})
     return Example(name, description, model, q0, qd0, t1, mech)
 
 

@@ -17,7 +17,8 @@ import math
 import jax.numpy as jnp
 
 from ..planar import Mechanism
-from ._example import Example, consistent_positions, consistent_velocities
+from .._initial import initial_conditions
+from ._example import Example
 
 R_CRANK = 0.1  # m
 L_ROD = 0.3  # m
@@ -75,8 +76,7 @@ def slider_crank(driven: bool = True) -> Example:
         mech.drive_angle("drive", "ground", "crank", lambda t, p: p["drive"]["omega"] * t,
                          params={"omega": OMEGA})
         model = mech.build()
-        q0 = consistent_positions(model, slider_crank_configuration(0.0))
-        qd0 = consistent_velocities(model, q0)
+        q0, qd0 = initial_conditions(model, slider_crank_configuration(0.0))
         return Example("slider-crank", "Crank-driven slider-crank (r = 0.1 m, L = 0.3 m, ω = 2π rad/s); "
                        "zero degrees of freedom.", model, q0, qd0, 1.0, mech)
     mech.torque("motor", "crank", lambda q, qd, t, p: p["motor"]["tau0"] - p["motor"]["c"] * qd[i_phi],
@@ -84,8 +84,8 @@ def slider_crank(driven: bool = True) -> Example:
     mech.spring_damper("spring", "ground", (0.6, 0.0), "slider", (0.0, 0.0), k=50.0, c=1.0, length0=0.3)
     model = mech.build()
     theta0 = math.pi / 4
-    q0 = consistent_positions(model, slider_crank_configuration(theta0), fix={"crank.phi": theta0})
-    qd0 = consistent_velocities(model, q0, fix={"crank.phi": 0.0})
+    q0, qd0 = initial_conditions(model, slider_crank_configuration(theta0), fix_q={"crank.phi": theta0},
+                                 fix_qd={"crank.phi": 0.0})
     return Example("slider-crank-free", "Slider-crank under gravity driven by a motor torque "
                    "0.5 − 0.02 θ̇ N·m against a slider spring-damper (k = 50 N/m, c = 1 N·s/m); "
                    "one degree of freedom, released from rest at θ = π/4.", model, q0, qd0, 2.0, mech)
@@ -115,7 +115,10 @@ def slider_crank_dead_centre(driver: str | None = "slider") -> Example:
         mech.drive_angle("drive", "ground", "crank", lambda t, p: p["drive"]["omega"] * t,
                          params={"omega": OMEGA})
     model = mech.build()
-    q0 = consistent_positions(model, slider_crank_configuration(0.0), fix={"crank.phi": 0.0})
-    qd0 = consistent_velocities(model, q0, fix={"crank.phi": OMEGA})
+    # With the slider driven, Φ_q is singular here: the crank angle and speed are
+    # conditioned as well (a consistent, rank-deficient system solved by least squares).
+    fix = None if driver == "crank" else {"crank.phi": 0.0}
+    fix_v = None if driver == "crank" else {"crank.phi": OMEGA}
+    q0, qd0 = initial_conditions(model, slider_crank_configuration(0.0), fix_q=fix, fix_qd=fix_v)
     return Example("slider-crank-dead-centre", f"Slider-crank at the outer dead centre (driver: {driver}).",
                    model, q0, qd0, 0.5, mech)
