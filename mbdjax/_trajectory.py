@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from typing import Any
@@ -44,6 +45,19 @@ def unflatten_params(flat: dict[str, Any]) -> dict:
             node = node.setdefault(part, {})
         node[parts[-1]] = jnp.asarray(value, dtype=float)
     return out
+
+
+def _per_trajectory(method):
+    """Derived outputs of a batched trajectory (from `jax.vmap(simulate)`, `t` of shape
+    `(B, T)`) are computed member by member with the member's own parameters."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        if self.t.ndim > 1:
+            return jax.vmap(lambda tr: wrapper(tr, *args, **kwargs))(self)
+        return method(self, *args, **kwargs)
+
+    return wrapper
 
 
 class Trajectory(eqx.Module):
@@ -123,16 +137,16 @@ class Trajectory(eqx.Module):
         return self.model
 
     def _map(self, fn, *arrays):
-        flat = [a.reshape((-1,) + a.shape[self.t.ndim:]) if a.ndim > 1 else a.reshape(-1) for a in arrays]
-        out = jax.vmap(fn)(*flat)
-        return jax.tree_util.tree_map(lambda o: o.reshape(self.t.shape + o.shape[1:]), out)
+        return jax.vmap(fn)(*arrays)
 
     # ------------------------------------------------------------ derived outputs
+    @_per_trajectory
     def position_residual(self) -> jax.Array:
         """`(T, m_h)` holonomic residual `Φ(q, t)` at each output time."""
         model = self._need_model("position_residual")
         return self._map(lambda q, t: kin.holonomic(model, q, t, self.params), self.q, self.t)
 
+    @_per_trajectory
     def velocity_residual(self) -> jax.Array:
         """`(T, m)` velocity residual `B q̇ − b` (nonholonomic rows included)."""
         model = self._need_model("velocity_residual")
@@ -140,6 +154,7 @@ class Trajectory(eqx.Module):
             lambda q, qd, t: kin.velocity_residual(model, q, qd, t, self.params), self.q, self.qd, self.t
         )
 
+    @_per_trajectory
     def acceleration_residual(self) -> jax.Array:
         """`(T, m)` acceleration residual `B q̈ − g`."""
         model = self._need_model("acceleration_residual")
@@ -150,11 +165,13 @@ class Trajectory(eqx.Module):
 
         return self._map(res, self.q, self.qd, self.qdd, self.t)
 
+    @_per_trajectory
     def energy(self) -> jax.Array:
         """`(T,)` total energy `T + V` (applied non-potential forces make it vary)."""
         model = self._need_model("energy")
         return self._map(lambda q, qd, t: dyn.energy(model, q, qd, t, self.params), self.q, self.qd, self.t)
 
+    @_per_trajectory
     def kinetic_energy(self) -> jax.Array:
         """`(T,)` kinetic energy."""
         model = self._need_model("kinetic_energy")
@@ -162,6 +179,7 @@ class Trajectory(eqx.Module):
             lambda q, qd, t: dyn.kinetic_energy(model, q, qd, t, self.params), self.q, self.qd, self.t
         )
 
+    @_per_trajectory
     def power(self) -> jax.Array:
         """`(T,)` power put into the system by applied forces, dampers and drivers (W).
 
@@ -187,6 +205,7 @@ class Trajectory(eqx.Module):
             return self._map(lambda q, qd, t: power(q, qd, t, None), self.q, self.qd, self.t)
         return self._map(power, self.q, self.qd, self.t, self.lam)
 
+    @_per_trajectory
     def work(self) -> jax.Array:
         """`(T,)` work done by applied forces, dampers and drivers since `t[0]` (J),
         the trapezoidal integral of `power()` over the output times."""
@@ -195,6 +214,7 @@ class Trajectory(eqx.Module):
         steps = 0.5 * dt * (P[..., 1:] + P[..., :-1])
         return jnp.concatenate([jnp.zeros_like(P[..., :1]), jnp.cumsum(steps, axis=-1)], axis=-1)
 
+    @_per_trajectory
     def reaction(self, joint: str):
         """Reaction of joint `joint` on its first body: `(force (T, 2), torque (T,))`.
 

@@ -175,3 +175,14 @@ def test_unconstrained_model_and_accessors():
     # x'' = −(8/2) x  ⇒  x = cos(2 t)
     np.testing.assert_allclose(tr.coordinate("x"), jnp.cos(2 * tr.t), atol=1e-9)
     assert tr.lam is None
+
+
+def test_derived_outputs_of_a_batched_trajectory(pushed):
+    # Each member's energy uses its own mass: compare with separate runs.
+    masses = jnp.array([0.7, 1.4])
+    run = lambda m: mbd.simulate(pushed, Q0, QD0, t1=0.5, params=dict(pushed.params, m=m), saveat=5)  # noqa: E731
+    batched = jax.vmap(run)(masses)
+    assert batched.q.shape == (2, 5, 2)
+    np.testing.assert_allclose(batched.energy()[1], run(masses[1]).energy(), atol=1e-10)
+    assert batched.position_residual().shape == (2, 5, 1)
+    np.testing.assert_allclose(batched.work()[0], run(masses[0]).work(), atol=1e-10)
