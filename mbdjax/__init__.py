@@ -18,7 +18,11 @@ from ._errors import (  # noqa: E402
     SimulationError as SimulationError,
 )
 from ._model import Model as Model  # noqa: E402
-from ._formulation import AbstractFormulation as AbstractFormulation, Augmented as Augmented  # noqa: E402
+from ._formulation import (  # noqa: E402
+    AbstractFormulation as AbstractFormulation,
+    Augmented as Augmented,
+    MultiplierFree as MultiplierFree,
+)
 from ._stabilization import (  # noqa: E402
     AbstractStabilization as AbstractStabilization,
     Baumgarte as Baumgarte,

@@ -146,7 +146,6 @@ def simulate(
     stabilization = resolve_stabilization(stabilization)
     # Every parameter leaf becomes an array so new values never trigger a recompile.
     p = jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype=float), model.resolve_params(params))
-    formulation = formulation.prepare(model, p)
     solver = diffrax.Tsit5() if solver is None else solver
     adjoint = diffrax.RecursiveCheckpointAdjoint() if adjoint is None else adjoint
     q0 = jnp.asarray(q0, dtype=float)
@@ -158,6 +157,7 @@ def simulate(
         )
     t0 = jnp.asarray(t0, dtype=float)
     t1 = jnp.asarray(t1, dtype=float)
+    formulation = formulation.prepare(model, p, q0, t0)
     ts = _save_times(saveat, t0, t1)
     settings = (
         ("formulation", type(formulation).__name__),
@@ -203,7 +203,7 @@ def _simulate(model, formulation, stabilization, solver, adjoint, q0, qd0, p, t0
     q, qd = sol.ys[:, :n], sol.ys[:, n:]
 
     def outputs(qi, qdi, ti):
-        return formulation.accelerations(model, qi, qdi, ti, p, stabilization)
+        return formulation.outputs(model, qi, qdi, ti, p, stabilization)
 
     qdd, lam = jax.vmap(outputs)(q, qd, sol.ts)
     if throw:

@@ -202,6 +202,14 @@ class Trajectory(eqx.Module):
             return P
 
         if self.lam is None:
+            if model.m:
+                b = self._map(lambda q, t: kin.velocity_rhs(model, q, t, self.params), self.q, self.t)
+                if not isinstance(b, jax.core.Tracer) and float(jnp.max(jnp.abs(b))) > 0:
+                    raise MbdjaxError(
+                        "Trajectory.power: the model has driving (rheonomic) constraints, whose work "
+                        "needs the multipliers; simulate with formulation='augmented' or "
+                        "mbdjax.MultiplierFree(multipliers=True)."
+                    )
             return self._map(lambda q, qd, t: power(q, qd, t, None), self.q, self.qd, self.t)
         return self._map(power, self.q, self.qd, self.t, self.lam)
 

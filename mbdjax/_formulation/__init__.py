@@ -2,5 +2,6 @@
 
 from .augmented import Augmented
 from .base import AbstractFormulation, resolve_formulation
+from .multiplier_free import MultiplierFree
 
-__all__ = ["AbstractFormulation", "Augmented", "resolve_formulation"]
+__all__ = ["AbstractFormulation", "Augmented", "MultiplierFree", "resolve_formulation"]

@@ -39,7 +39,10 @@ class Augmented(AbstractFormulation):
         if self.schur not in ("auto", True, False):
             raise ValueError(f"Augmented: schur must be 'auto', True or False, got {self.schur!r}.")
 
-    def prepare(self, model, p):
+    def equation_count(self, model):
+        return model.n + model.m
+
+    def prepare(self, model, p, q0, t0):
         if model.inertia_kind != "mass_diagonal" or model.m == 0:
             return Augmented(schur=False) if self.schur == "auto" else self
         if self.schur != "auto":

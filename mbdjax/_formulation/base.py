@@ -25,16 +25,26 @@ class AbstractFormulation(eqx.Module):
         right-hand side); returns `x`."""
         return x
 
-    def prepare(self, model, p):
-        """Return a version of this formulation fitted to the model (called once,
-        outside jit, with concrete or traced parameters)."""
+    def prepare(self, model, p, q0, t0):
+        """Return a version of this formulation fitted to the model and the initial
+        configuration (called once per `simulate`, outside its jit boundary; `p` and
+        `q0` may be traced under an enclosing transformation)."""
         return self
+
+    def outputs(self, model, q, qd, t, p, stabilization):
+        """`(qdd, lam)` reported at the output times (default: `accelerations`)."""
+        return self.accelerations(model, q, qd, t, p, stabilization)
+
+    #: Number of equations solved for the accelerations (and multipliers), for reports.
+    def equation_count(self, model):
+        return model.n
 
 
 def _registry():
     from .augmented import Augmented
+    from .multiplier_free import MultiplierFree
 
-    return {"augmented": Augmented}
+    return {"augmented": Augmented, "multiplier_free": MultiplierFree}
 
 
 def resolve_formulation(formulation):

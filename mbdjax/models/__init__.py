@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from .._errors import ModelError
 from ._example import Example as Example
+from ._elliptic import elliptic_pendulum as elliptic_pendulum
 from ._four_bar import four_bar as four_bar, massless_link_four_bar as massless_link_four_bar
 from ._four_bar import parallelogram_redundant as parallelogram_redundant
 from ._pendulums import double_pendulum as double_pendulum, pendulum_chain as pendulum_chain
@@ -25,6 +26,7 @@ EXAMPLES = {
     "slider-crank-free": lambda: slider_crank(driven=False),
     "four-bar": four_bar,
     "double-pendulum": double_pendulum,
+    "elliptic-pendulum": elliptic_pendulum,
     "pendulum-chain": lambda: pendulum_chain(5),
     "massless-four-bar": massless_link_four_bar,
     "parallelogram-redundant": parallelogram_redundant,
@@ -46,7 +48,7 @@ def get(name: str) -> Example:
 
 
 __all__ = [
-    "EXAMPLES", "Example", "double_pendulum", "four_bar",
+    "EXAMPLES", "Example", "double_pendulum", "elliptic_pendulum", "four_bar",
     "get", "massless_link_four_bar", "parallelogram_redundant", "pendulum_chain", "slider_crank",
     "slider_crank_dead_centre",
 ]
