@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import diffrax
 import equinox as eqx
 import jax
@@ -144,6 +146,12 @@ def simulate(
     """
     formulation = resolve_formulation(formulation)
     stabilization = resolve_stabilization(stabilization)
+    if type(stabilization).__name__ in formulation.ignores:
+        warnings.warn(
+            f"simulate: {type(formulation).__name__} ignores {type(stabilization).__name__} "
+            f"stabilization ({formulation.ignores_reason}); use 'projection' or 'none'.",
+            stacklevel=2,
+        )
     # Every parameter leaf becomes an array so new values never trigger a recompile.
     p = jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype=float), model.resolve_params(params))
     solver = diffrax.Tsit5() if solver is None else solver
@@ -178,34 +186,30 @@ def _simulate(model, formulation, stabilization, solver, adjoint, q0, qd0, p, t0
               rtol, atol, dt0, max_steps, drift_tol, throw, settings):
     q0 = formulation.check_params(model, p, q0)
 
-    n = model.n
-
-    # The state is one flat vector y = [q; q̇]: a single leaf halves the solver's
-    # per-stage array operations (about 2 µs per step on a CPU).
+    # The state is one flat vector (y = [q; q̇] for most formulations): a single leaf
+    # halves the solver's per-stage array operations (about 2 µs per step on a CPU).
     def vector_field(t, y, args):
-        q, qd = y[:n], y[n:]
-        qdd, _ = formulation.accelerations(model, q, qd, t, args, stabilization)
-        return jnp.concatenate([qd, qdd])
+        return formulation.vector_field(model, t, y, args, stabilization)
 
     def project(t, y, args):
-        return jnp.concatenate(stabilization.project(model, y[:n], y[n:], t, args))
+        return formulation.project(model, t, y, args, stabilization)
 
     if stabilization.projects:
         solver = ProjectedSolver(solver=solver, project=project)
         save = diffrax.SaveAt(ts=ts, fn=project)
     else:
         save = diffrax.SaveAt(ts=ts)
+    y0 = formulation.initial_state(model, q0, qd0, t0, p)
     sol = diffrax.diffeqsolve(
-        diffrax.ODETerm(vector_field), solver, t0, t1, dt0, jnp.concatenate([q0, qd0]), args=p,
+        diffrax.ODETerm(vector_field), solver, t0, t1, dt0, y0, args=p,
         saveat=save, stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
         max_steps=max_steps, adjoint=adjoint, throw=False,
     )
-    q, qd = sol.ys[:, :n], sol.ys[:, n:]
 
-    def outputs(qi, qdi, ti):
-        return formulation.outputs(model, qi, qdi, ti, p, stabilization)
+    def outputs(yi, ti):
+        return formulation.outputs_from_state(model, yi, ti, p, stabilization)
 
-    qdd, lam = jax.vmap(outputs)(q, qd, sol.ts)
+    q, qd, qdd, lam, u = jax.vmap(outputs)(sol.ys, sol.ts)
     if throw:
         ok = sol.result == diffrax.RESULTS.successful
         max_steps_hit = sol.result == diffrax.RESULTS.max_steps_reached
@@ -219,7 +223,7 @@ def _simulate(model, formulation, stabilization, solver, adjoint, q0, qd0, p, t0
         index = jnp.where(max_steps_hit, 0, jnp.where(~ok, 1, jnp.where(~finite, 2, 3)))
         q = eqx.branched_error_if(q, bad, index, _MESSAGES)
     return Trajectory(
-        t=sol.ts, q=q, qd=qd, qdd=qdd, lam=lam, result=sol.result,
+        t=sol.ts, q=q, qd=qd, qdd=qdd, lam=lam, u=u, result=sol.result,
         num_steps=sol.stats["num_steps"], params=p, model=model,
         coordinates=model.coordinates, constraint_names=model.constraint_names,
         nonholonomic_names=model.nonholonomic_names, settings=settings,

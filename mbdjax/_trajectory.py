@@ -74,6 +74,7 @@ class Trajectory(eqx.Module):
         model: the Model (None for a trajectory loaded without one).
         coordinates, constraint_names, nonholonomic_names: names of `q` and `lam` rows.
         settings: solver settings (formulation, stabilization, tolerances, solver).
+        u: `(T, f)` quasi-velocities for the quasi-velocity formulation, else None.
     """
 
     t: jax.Array
@@ -89,6 +90,7 @@ class Trajectory(eqx.Module):
     constraint_names: tuple[str, ...] = eqx.field(static=True)
     nonholonomic_names: tuple[str, ...] = eqx.field(static=True)
     settings: tuple = eqx.field(static=True, default=())
+    u: jax.Array | None = None
 
     # ------------------------------------------------------------ accessors
     @property
@@ -265,6 +267,8 @@ class Trajectory(eqx.Module):
         arrays = {"t": self.t, "q": self.q, "qd": self.qd, "qdd": self.qdd}
         if self.lam is not None:
             arrays["lam"] = self.lam
+        if self.u is not None:
+            arrays["u"] = self.u
         arrays = {k: np.asarray(v) for k, v in arrays.items()}
         tmp = path + ".tmp.npz"
         np.savez(tmp, header=np.array(json.dumps(header)), **arrays)
@@ -280,6 +284,7 @@ class Trajectory(eqx.Module):
                 raise MbdjaxError(f"Trajectory.load: {path} is not an mbdjax trajectory file.")
             arrays = {k: jnp.asarray(data[k]) for k in ("t", "q", "qd", "qdd")}
             lam = jnp.asarray(data["lam"]) if "lam" in data.files else None
+            u = jnp.asarray(data["u"]) if "u" in data.files else None
         if model is not None and tuple(model.coordinates) != tuple(header["coordinates"]):
             raise MbdjaxError(
                 "Trajectory.load: the model's coordinates do not match the file's "
@@ -292,5 +297,5 @@ class Trajectory(eqx.Module):
             coordinates=tuple(header["coordinates"]),
             constraint_names=tuple(header["constraint_names"]),
             nonholonomic_names=tuple(header["nonholonomic_names"]),
-            settings=tuple(sorted(header["settings"].items())),
+            settings=tuple(sorted(header["settings"].items())), u=u,
         )

@@ -230,7 +230,7 @@ def _rod(body_i_is_rod, phi, extra=None):
 
 
 def _multipliers(model, q):
-    form = mbd.Augmented(schur=False).prepare(model, model.params)
+    form = mbd.Augmented(schur=False).prepare(model, model.params, q, 0.0)
     return form.accelerations(model, q, jnp.zeros_like(q), 0.0, model.params, NoStabilization())
 
 

@@ -3,5 +3,6 @@
 from .augmented import Augmented
 from .base import AbstractFormulation, resolve_formulation
 from .multiplier_free import MultiplierFree
+from .quasi_velocity import QuasiVelocity
 
-__all__ = ["AbstractFormulation", "Augmented", "MultiplierFree", "resolve_formulation"]
+__all__ = ["AbstractFormulation", "Augmented", "MultiplierFree", "QuasiVelocity", "resolve_formulation"]

@@ -1,0 +1,170 @@
+"""Quasi-velocities: Greenwood's general dynamical equation in generalized coordinates.
+
+Choose `f` independent quasi-velocities `u` with `q̇ = W(q, t) u + w₀(q, t)` satisfying
+every velocity constraint (holonomic and nonholonomic). Then, with no multipliers and
+no constraint equations at all (THEORY §5):
+
+    q̇ = W u + w₀,
+    (Wᵀ M W) u̇ = Wᵀ (Q − M (Ẇ u + ẇ₀)),
+
+`n + f` first-order equations. `Ẇ u + ẇ₀` is one jvp of `(q, t) ↦ W u + w₀` along
+`(q̇, 1)` at fixed `u`. (THEORY writes the map as Φ; here `W` avoids a clash with the
+holonomic constraints.)
+
+References: Greenwood, *Advanced Dynamics*, §4.2–4.4 (general dynamical equation,
+quasi-velocities); Kane's equations; THEORY §5.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import _dynamics as dyn
+from .. import _kinematics as kin
+from .._errors import SimulationError
+from .._stabilization.projection import project_positions
+from .base import AbstractFormulation
+from .multiplier_free import MultiplierFree, _concrete
+
+
+class QuasiVelocity(AbstractFormulation):
+    """Integrate `(q, u)` with Greenwood's equations; the Trajectory also carries `u`.
+
+    Arguments:
+        velocity_map: `fn(q, t, p) -> (n, f)`, the columns `W` with `q̇ = W u + w₀`;
+            None to use the independent velocities of a coordinate partition
+            (`W = [−B₁⁻¹ B₂; I]`, `w₀ = [B₁⁻¹ b; 0]`).
+        offset: `fn(q, t, p) -> (n,)`, `w₀` (default zero) with a user map.
+        independent: with no map, the names of the `n − m` independent coordinates
+            whose velocities are `u` (default: chosen by column-pivoted QR of B at the
+            initial configuration).
+
+    A user map is verified before integrating: on random `u` at the initial
+    configuration, `W u + w₀` must satisfy every velocity constraint (else a
+    `SimulationError`). Stabilization: `"projection"` projects `q` onto `Φ = 0` (the
+    velocities stay admissible by construction); Baumgarte is ignored (there is no
+    acceleration constraint to modify), with a warning.
+    """
+
+    velocity_map: Callable | None = eqx.field(static=True, default=None)
+    offset: Callable | None = eqx.field(static=True, default=None)
+    independent: tuple[str, ...] | None = None
+    ignores = ("Baumgarte",)
+    ignores_reason = "the quasi-velocity equations contain no acceleration constraint"
+
+    # ------------------------------------------------------------------ set-up
+    def _partition(self, model):
+        ind = tuple(self.independent)
+        return MultiplierFree(dependent=tuple(c for c in model.coordinates if c not in ind))
+
+    def prepare(self, model, p, q0, t0):
+        if self.velocity_map is None:
+            if self.independent is None:
+                part = MultiplierFree().prepare(model, p, q0, t0)
+            else:
+                unknown = [c for c in self.independent if c not in model.coordinates]
+                if unknown:
+                    raise SimulationError(
+                        f"QuasiVelocity: unknown coordinates {unknown} in `independent`; the "
+                        f"coordinates are {list(model.coordinates)}."
+                    )
+                part = self._partition(model).prepare(model, p, q0, t0)
+            ind = tuple(c for c in model.coordinates if c not in part.dependent)
+            return QuasiVelocity(independent=ind)
+        if _concrete(p, q0, t0):
+            W, w0 = self.map(model, q0, t0, p)
+            if W.ndim != 2 or W.shape[0] != model.n or w0.shape != (model.n,):
+                raise SimulationError(
+                    f"QuasiVelocity: velocity_map must return shape ({model.n}, f) and offset "
+                    f"({model.n},); got {W.shape} and {w0.shape}."
+                )
+            rng = np.random.default_rng(0)
+            B = kin.constraint_jacobian(model, q0, t0, p)
+            b = kin.velocity_rhs(model, q0, t0, p)
+            scale = 1.0 + float(jnp.max(jnp.abs(W)))
+            for _ in range(3):
+                u = jnp.asarray(rng.standard_normal(W.shape[1]))
+                res = B @ (W @ u + w0) - b
+                worst = int(jnp.argmax(jnp.abs(res))) if res.size else 0
+                if res.size and float(jnp.abs(res[worst])) > 1e-8 * scale * (1.0 + float(jnp.max(jnp.abs(u)))):
+                    raise SimulationError(
+                        "QuasiVelocity: q̇ = W u + w₀ violates the velocity constraints at the "
+                        f"initial configuration (row {model.row_names[worst]!r}, residual "
+                        f"{float(res[worst]):.3e} for a random u); the columns of velocity_map "
+                        "must span admissible motions and offset must satisfy B w₀ = b."
+                    )
+            f_needed = model.n - int(np.linalg.matrix_rank(np.asarray(B))) if model.m else model.n
+            if W.shape[1] != f_needed:
+                raise SimulationError(
+                    f"QuasiVelocity: velocity_map has {W.shape[1]} columns but the system has "
+                    f"{f_needed} velocity degrees of freedom; give one quasi-velocity per degree of freedom."
+                )
+        return self
+
+    def map(self, model, q, t, p):
+        """`(W, w₀)` at `(q, t)`: shapes `(n, f)` and `(n,)`."""
+        if self.velocity_map is not None:
+            W = jnp.asarray(self.velocity_map(q, t, p), dtype=float)
+            w0 = jnp.zeros((model.n,)) if self.offset is None else jnp.asarray(self.offset(q, t, p), dtype=float)
+            return W, w0
+        part = self._partition(model)
+        if model.m == 0:
+            return jnp.eye(model.n), jnp.zeros((model.n,))
+        B = kin.constraint_jacobian(model, q, t, p)
+        dep, ind = part._split(model)
+        W = part.null_basis(model, B)
+        w0 = jnp.zeros((model.n,)).at[dep].set(jnp.linalg.solve(B[:, dep], kin.velocity_rhs(model, q, t, p)))
+        return W, w0
+
+    def equation_count(self, model):
+        f = model.n - model.m
+        return model.n + f
+
+    # ------------------------------------------------------------------ dynamics
+    def _rates(self, model, q, u, t, p):
+        W, w0 = self.map(model, q, t, p)
+        qd = W @ u + w0
+        _, acc0 = jax.jvp(lambda x, s: (lambda Wx, wx: Wx @ u + wx)(*self.map(model, x, s, p)),
+                          (q, t), (qd, jnp.ones_like(t)))
+        M = dyn.mass_matrix(model, q, qd, t, p)
+        Q = dyn.forcing(model, q, qd, t, p)
+        ud = jnp.linalg.solve(W.T @ M @ W, W.T @ (Q - M @ acc0))
+        return qd, ud, W @ ud + acc0
+
+    def _check_ready(self):
+        if self.velocity_map is None and self.independent is None:
+            raise SimulationError("QuasiVelocity: call through simulate (the partition is chosen there).")
+
+    def initial_state(self, model, q0, qd0, t0, p):
+        self._check_ready()
+        W, w0 = self.map(model, q0, t0, p)
+        u0 = jnp.linalg.lstsq(W, qd0 - w0)[0]
+        return jnp.concatenate([q0, u0])
+
+    def vector_field(self, model, t, y, p, stabilization):
+        n = model.n
+        qd, ud, _ = self._rates(model, y[:n], y[n:], t, p)
+        return jnp.concatenate([qd, ud])
+
+    def project(self, model, t, y, p, stabilization):
+        n = model.n
+        if not hasattr(stabilization, "iterations"):
+            return y
+        return jnp.concatenate([project_positions(model, y[:n], t, p, stabilization.iterations), y[n:]])
+
+    def outputs_from_state(self, model, y, t, p, stabilization):
+        n = model.n
+        q, u = y[:n], y[n:]
+        qd, _, qdd = self._rates(model, q, u, t, p)
+        return q, qd, qdd, None, u
+
+    def accelerations(self, model, q, qd, t, p, stabilization):
+        self._check_ready()
+        W, w0 = self.map(model, q, t, p)
+        u = jnp.linalg.lstsq(W, qd - w0)[0]
+        return self._rates(model, q, u, t, p)[2], None
