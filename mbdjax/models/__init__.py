@@ -18,6 +18,7 @@ from ._example import Example as Example
 from ._elliptic import elliptic_pendulum as elliptic_pendulum
 from ._four_bar import four_bar as four_bar, massless_link_four_bar as massless_link_four_bar
 from ._four_bar import parallelogram_redundant as parallelogram_redundant
+from ._rolling_disk import rolling_disk as rolling_disk
 from ._pendulums import double_pendulum as double_pendulum, pendulum_chain as pendulum_chain
 from ._slider_crank import slider_crank as slider_crank, slider_crank_dead_centre as slider_crank_dead_centre
 
@@ -28,6 +29,7 @@ EXAMPLES = {
     "double-pendulum": double_pendulum,
     "elliptic-pendulum": elliptic_pendulum,
     "pendulum-chain": lambda: pendulum_chain(5),
+    "rolling-disk": rolling_disk,
     "massless-four-bar": massless_link_four_bar,
     "parallelogram-redundant": parallelogram_redundant,
     "slider-crank-dead-centre": slider_crank_dead_centre,
@@ -49,6 +51,6 @@ def get(name: str) -> Example:
 
 __all__ = [
     "EXAMPLES", "Example", "double_pendulum", "elliptic_pendulum", "four_bar",
-    "get", "massless_link_four_bar", "parallelogram_redundant", "pendulum_chain", "slider_crank",
+    "get", "massless_link_four_bar", "parallelogram_redundant", "pendulum_chain", "rolling_disk", "slider_crank",
     "slider_crank_dead_centre",
 ]
