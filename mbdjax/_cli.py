@@ -55,6 +55,7 @@ def _cmd_run(args):
     import numpy as np
 
     from ._checks import check
+    from ._errors import MbdjaxError
     from ._integrate import simulate
     from .plotting import save_standard_plots
 
@@ -83,7 +84,10 @@ def _cmd_run(args):
     vel = np.asarray(traj.velocity_residual()) if ex.model.m else np.zeros((1, 0))
     energy = np.asarray(traj.energy())
     scale = max(abs(float(energy[0])), float(np.max(np.abs(np.asarray(traj.kinetic_energy())))), 1e-300)
-    work = np.asarray(traj.work()) if ex.model.inertia_kind != "mass_matrix" else None
+    try:
+        work = np.asarray(traj.work())
+    except MbdjaxError:  # mass_matrix models, or drivers without multipliers
+        work = None
     summary = {
         "example": ex.name,
         "description": ex.description,

@@ -57,3 +57,15 @@ def test_energy_balance_converges_at_second_order():
         errs.append(np.max(np.abs(e - e[0] - np.asarray(tr.work()))))
     slopes = np.log2(np.array(errs[:-1]) / np.array(errs[1:]))
     assert np.all(slopes > 1.8), (errs, slopes)
+
+
+def test_run_with_other_formulations(tmp_path):
+    # Without multipliers the driver's work is unknown: the run still succeeds and
+    # reports no energy balance.
+    out = tmp_path / "mf"
+    assert main(["run", "slider-crank", "--formulation", "multiplier_free", "--t1", "0.1", "--points", "11",
+                 "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["work_input"] is None and summary["max_position_residual"] < 1e-10
+    assert main(["run", "rolling-disk", "--formulation", "quasi_velocity", "--t1", "0.2", "--points", "11",
+                 "--out", str(tmp_path / "qv")]) == 0

@@ -66,8 +66,14 @@ def plot_energy(traj, ax=None):
     t = np.asarray(traj.t)
     e = np.asarray(traj.energy())
     ax.plot(t, e - e[0], label="E(t) − E(0)")
-    if traj.model is not None and traj.model.inertia_kind != "mass_matrix":
-        ax.plot(t, np.asarray(traj.work()), "--", label="work of forces, dampers, drivers")
+    from .._errors import MbdjaxError
+
+    try:
+        work = np.asarray(traj.work()) if traj.model is not None else None
+    except MbdjaxError:  # mass_matrix models, or drivers without multipliers
+        work = None
+    if work is not None:
+        ax.plot(t, work, "--", label="work of forces, dampers, drivers")
         ax.legend(fontsize="small")
     ax.set_xlabel("t [s]")
     ax.set_ylabel("[J]")
