@@ -36,7 +36,7 @@ def test_get_unknown_name_lists_the_examples():
         assert name in str(info.value)
 
 
-GENERIC_MODELS = ("elliptic-pendulum",)
+GENERIC_MODELS = ("elliptic-pendulum", "rolling-disk")
 
 
 def test_every_example_starts_consistent(examples):
