@@ -27,7 +27,7 @@ import numpy as np
 from .. import _dynamics as dyn
 from .. import _kinematics as kin
 from .._errors import SimulationError
-from .._stabilization.projection import project_positions
+from .._stabilization.projection import Projection, project_positions
 from .base import AbstractFormulation
 from .multiplier_free import MultiplierFree, _concrete
 
@@ -153,8 +153,9 @@ class QuasiVelocity(AbstractFormulation):
 
     def project(self, model, t, y, p, stabilization):
         n = model.n
-        if not hasattr(stabilization, "iterations"):
+        if not isinstance(stabilization, Projection):
             return y
+        # Only q is projected: q̇ = W u + w₀ stays admissible at the projected q.
         return jnp.concatenate([project_positions(model, y[:n], t, p, stabilization.iterations), y[n:]])
 
     def outputs_from_state(self, model, y, t, p, stabilization):
