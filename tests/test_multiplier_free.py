@@ -39,9 +39,8 @@ def test_recovered_multipliers_match_augmented():
 
 
 @pytest.fixture(scope="module")
-def pendulum():
-    return mbd.Model(("x", "y"), mass_diagonal=lambda p: jnp.ones(2), potential=lambda q, t, p: 9.81 * q[1],
-                     holonomic=lambda q, t, p: jnp.stack([0.5 * (q @ q - 1.0)]), constraint_names=("rod",))
+def pendulum(unit_pendulum):
+    return unit_pendulum
 
 
 def test_singular_partition_names_a_better_one(pendulum):

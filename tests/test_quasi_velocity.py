@@ -24,13 +24,12 @@ def test_partition_quasi_velocities_agree_with_augmented(name):
 
 
 @pytest.fixture(scope="module")
-def pendulum():
-    # Point mass on a unit rod (Cartesian): the angular rate u with q̇ = (−y, x) u is an
-    # admissible quasi-velocity (Greenwood §4.2).
-    return mbd.Model(("x", "y"), mass_diagonal=lambda p: jnp.ones(2), potential=lambda q, t, p: 9.81 * q[1],
-                     holonomic=lambda q, t, p: jnp.stack([0.5 * (q @ q - 1.0)]), constraint_names=("rod",))
+def pendulum(unit_pendulum):
+    return unit_pendulum
 
 
+# The angular rate u with q̇ = (−y, x) u is an admissible quasi-velocity of the unit
+# pendulum (Greenwood §4.2).
 ROT = mbd.QuasiVelocity(velocity_map=lambda q, t, p: jnp.stack([-q[1], q[0]])[:, None])
 
 
