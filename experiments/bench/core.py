@@ -156,7 +156,7 @@ def systems(Ns):
 def model_accelerations(model, q, qd):
     """mbdjax's ``(M diag, Q, q̈)`` at one state (the formulation that simulate uses)."""
     p = model.params
-    form = mbdjax.Augmented().prepare(model, p)
+    form = mbdjax.Augmented().prepare(model, p, q, 0.0)
     qdd, _ = form.accelerations(model, q, qd, 0.0, p, mbdjax.NoStabilization())
     M = model.mass_matrix(q, qd)
     return np.diag(np.asarray(M)), np.asarray(model.forcing(q, qd)), np.asarray(qdd)
@@ -267,7 +267,7 @@ def profile_rhs(ex, mech, q0b, qd0b, perm):
     inv = np.argsort(perm)
     q, qd = jnp.asarray(qb[inv]), jnp.asarray(qdb[inv])
     model, p = ex.model, ex.model.params
-    form = mbdjax.Augmented().prepare(model, p)
+    form = mbdjax.Augmented().prepare(model, p, q, 0.0)
     stab = mbdjax.NoStabilization()
     Minv = 1.0 / dyn.mass_diagonal(model, p)
     pat = model.jacobian_pattern
