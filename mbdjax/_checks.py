@@ -120,13 +120,9 @@ def dependent_rows(B, names, rtol=1e-9):
 
 
 def _project(model, q, t, p, iters=20):
-    for _ in range(iters):
-        J = np.asarray(kin.holonomic_jacobian(model, q, t, p))
-        r = np.asarray(kin.holonomic(model, q, t, p))
-        if r.size == 0 or np.max(np.abs(r)) < 1e-13:
-            break
-        q = q - np.linalg.lstsq(J, r, rcond=None)[0]
-    return q
+    from ._stabilization.projection import project_positions
+
+    return np.asarray(project_positions(model, jnp.asarray(q), t, p, iters))
 
 
 def check(model, q, t=0.0, params=None, *, qd=None, rtol=1e-9, probes=3, probe_step=1e-3, seed=0):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import equinox as eqx
 import lineax as lx
-import jax
 import jax.numpy as jnp
 import numpy as np
 import optimistix as optx
@@ -18,11 +17,10 @@ import optimistix as optx
 from . import _kinematics as kin
 from ._checks import _rank, dependent_rows
 from ._errors import InitialConditionError
-from ._stabilization.projection import project_velocities
+from ._stabilization.projection import project_positions, project_velocities
+from ._tracing import is_concrete as _concrete
 
 
-def _concrete(*xs):
-    return not any(isinstance(leaf, jax.core.Tracer) for x in xs for leaf in jax.tree_util.tree_leaves(x))
 
 
 def _conditions(model, fix, needed, label, kind, rank_note=""):
@@ -144,12 +142,7 @@ def _newton(model, q_guess, idx, vals, t0, p, tol, max_iter, least_squares=False
 
 @eqx.filter_jit
 def _nearest(model, q_guess, t0, p, iterations):
-    def body(x, _):
-        J = kin.holonomic_jacobian(model, x, t0, p)
-        r = kin.holonomic(model, x, t0, p)
-        return x - J.T @ jnp.linalg.lstsq(J @ J.T, r)[0], None
-
-    q, _ = jax.lax.scan(body, q_guess, None, length=iterations)
+    q = project_positions(model, q_guess, t0, p, iterations)
     return q, kin.holonomic(model, q, t0, p), jnp.asarray(True)
 
 

@@ -15,6 +15,7 @@ import numpy as np
 from . import _dynamics as dyn
 from . import _kinematics as kin
 from ._errors import MbdjaxError
+from ._tracing import is_concrete
 
 _FORMAT = "mbdjax-trajectory/1"
 
@@ -206,7 +207,7 @@ class Trajectory(eqx.Module):
         if self.lam is None:
             if model.m:
                 b = self._map(lambda q, t: kin.velocity_rhs(model, q, t, self.params), self.q, self.t)
-                if not isinstance(b, jax.core.Tracer) and float(jnp.max(jnp.abs(b))) > 0:
+                if is_concrete(b) and float(jnp.max(jnp.abs(b))) > 0:
                     raise MbdjaxError(
                         "Trajectory.power: the model has driving (rheonomic) constraints, whose work "
                         "needs the multipliers; simulate with formulation='augmented' or "

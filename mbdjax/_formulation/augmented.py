@@ -18,6 +18,7 @@ import jax.scipy.linalg  # noqa: F401  (cho_factor, cho_solve)
 
 from .. import _dynamics as dyn
 from .. import _kinematics as kin
+from .._tracing import is_concrete
 from .base import AbstractFormulation
 
 
@@ -48,7 +49,7 @@ class Augmented(AbstractFormulation):
         if self.schur != "auto":
             return self
         diag = dyn.mass_diagonal(model, p)
-        if isinstance(diag, jax.core.Tracer):
+        if not is_concrete(diag):
             return Augmented(schur=True)
         return Augmented(schur=bool(jnp.all(diag > 0)))
 

@@ -15,7 +15,6 @@ the square `n × n` system
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import scipy.linalg
@@ -23,13 +22,10 @@ import scipy.linalg
 from .. import _dynamics as dyn
 from .. import _kinematics as kin
 from .._errors import SimulationError
+from .._tracing import is_concrete
 from .base import AbstractFormulation
 
 _COND_MAX = 1e10
-
-
-def _concrete(*xs):
-    return not any(isinstance(x, jax.core.Tracer) for t in xs for x in jax.tree_util.tree_leaves(t))
 
 
 def pivoted_dependent(B, coordinates):
@@ -75,7 +71,7 @@ class MultiplierFree(AbstractFormulation):
         m = model.m
         if m == 0:
             return MultiplierFree(dependent=(), multipliers=self.multipliers)
-        concrete = _concrete(p, q0, t0)
+        concrete = is_concrete(p, q0, t0)
         B = np.asarray(kin.constraint_jacobian(model, q0, t0, p)) if concrete else None
         if self.dependent is None:
             if not concrete:

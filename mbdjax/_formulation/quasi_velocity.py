@@ -29,7 +29,9 @@ from .. import _kinematics as kin
 from .._errors import SimulationError
 from .._stabilization.projection import Projection, project_positions
 from .base import AbstractFormulation
-from .multiplier_free import MultiplierFree, _concrete
+from .._checks import _rank
+from .._tracing import is_concrete
+from .multiplier_free import MultiplierFree
 
 
 class QuasiVelocity(AbstractFormulation):
@@ -76,7 +78,7 @@ class QuasiVelocity(AbstractFormulation):
                 part = self._partition(model).prepare(model, p, q0, t0)
             ind = tuple(c for c in model.coordinates if c not in part.dependent)
             return QuasiVelocity(independent=ind)
-        if _concrete(p, q0, t0):
+        if is_concrete(p, q0, t0):
             W, w0 = self.map(model, q0, t0, p)
             if W.ndim != 2 or W.shape[0] != model.n or w0.shape != (model.n,):
                 raise SimulationError(
@@ -98,7 +100,8 @@ class QuasiVelocity(AbstractFormulation):
                         f"{float(res[worst]):.3e} for a random u); the columns of velocity_map "
                         "must span admissible motions and offset must satisfy B w₀ = b."
                     )
-            f_needed = model.n - int(np.linalg.matrix_rank(np.asarray(B))) if model.m else model.n
+            B_np = np.asarray(B)
+            f_needed = model.n - (_rank(np.linalg.svd(B_np, compute_uv=False), B_np.shape, 1e-9)[0] if model.m else 0)
             if W.shape[1] != f_needed:
                 raise SimulationError(
                     f"QuasiVelocity: velocity_map has {W.shape[1]} columns but the system has "
@@ -127,10 +130,11 @@ class QuasiVelocity(AbstractFormulation):
 
     # ------------------------------------------------------------------ dynamics
     def _rates(self, model, q, u, t, p):
-        W, w0 = self.map(model, q, t, p)
+        # One evaluation of the map: linearize it, then take the tangent along (q̇, 1).
+        (W, w0), tangent = jax.linearize(lambda x, s: self.map(model, x, s, p), q, t)
         qd = W @ u + w0
-        _, acc0 = jax.jvp(lambda x, s: (lambda Wx, wx: Wx @ u + wx)(*self.map(model, x, s, p)),
-                          (q, t), (qd, jnp.ones_like(t)))
+        dW, dw0 = tangent(qd, jnp.ones_like(t))
+        acc0 = dW @ u + dw0
         M = dyn.mass_matrix(model, q, qd, t, p)
         Q = dyn.forcing(model, q, qd, t, p)
         ud = jnp.linalg.solve(W.T @ M @ W, W.T @ (Q - M @ acc0))
