@@ -212,7 +212,10 @@ class Mechanism:
                            drive=self._function(f"{label}: `f`", f))
 
     # -------------------------------------------------------- force elements
-    def _element(self, name, kind, body_i, body_j, params, fn=None):
+    def _element(self, label, name, kind, body_i, body_j, base, extra, fn):
+        """Record a force element: built-in params `base`, user params `extra` merged in."""
+        params = dict(base)
+        params.update(self._extra(label, extra, base))
         self._elements.append(ElementSpec(name, kind, body_i, body_j, params, fn))
         return name
 
@@ -234,8 +237,7 @@ class Mechanism:
             "c": self._scalar(f"{label}: `c`", c),
             "length0": self._scalar(f"{label}: `length0`", length0),
         }
-        base.update(self._extra(label, params, base))
-        return self._element(name, "spring_damper", body_i, body_j, base,
+        return self._element(label, name, "spring_damper", body_i, body_j, base, params,
                              self._function(f"{label}: `actuator`", actuator, required=False))
 
     def rotational_spring_damper(self, name, body_i, body_j, k, c, angle0,
@@ -252,8 +254,7 @@ class Mechanism:
             "c": self._scalar(f"{label}: `c`", c),
             "angle0": self._scalar(f"{label}: `angle0`", angle0),
         }
-        base.update(self._extra(label, params, base))
-        return self._element(name, "rotational_spring_damper", body_i, body_j, base,
+        return self._element(label, name, "rotational_spring_damper", body_i, body_j, base, params,
                              self._function(f"{label}: `actuator`", actuator, required=False))
 
     def force(self, name, body, point, f: Callable, params=None) -> str:
@@ -265,8 +266,7 @@ class Mechanism:
         """
         label = f"force {name!r}"
         base = {"point": self._vector(f"{label}: `point`", point, (2,))}
-        base.update(self._extra(label, params, base))
-        return self._element(name, "force", body, None, base, self._function(f"{label}: `f`", f))
+        return self._element(label, name, "force", body, None, base, params, self._function(f"{label}: `f`", f))
 
     def torque(self, name, body, f: Callable, params=None) -> str:
         """Applied torque `f(q, qd, t, p) -> ()` (N·m, counter-clockwise) on `body`.
@@ -274,8 +274,7 @@ class Mechanism:
         `q`, `qd` are the full coordinate vectors (see `index`).
         """
         label = f"torque {name!r}"
-        return self._element(name, "torque", body, None, self._extra(label, params, ()),
-                             self._function(f"{label}: `f`", f))
+        return self._element(label, name, "torque", body, None, {}, params, self._function(f"{label}: `f`", f))
 
     # ---------------------------------------------------------------- queries
     @property
