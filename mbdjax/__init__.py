@@ -22,6 +22,7 @@ from ._formulation import (  # noqa: E402
     AbstractFormulation as AbstractFormulation,
     Augmented as Augmented,
     MultiplierFree as MultiplierFree,
+    NullSpace as NullSpace,
     QuasiVelocity as QuasiVelocity,
 )
 from ._stabilization import (  # noqa: E402

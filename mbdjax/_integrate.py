@@ -25,52 +25,10 @@ _MESSAGES = (
     "functions and parameters at the initial state (mbdjax.check).",
     "mbdjax.simulate: the holonomic constraint residual exceeded `drift_tol`; use "
     "stabilization='projection' or 'baumgarte', tighten rtol/atol, or raise drift_tol.",
+    "mbdjax.simulate: the null-space formulation re-partitioned its coordinates "
+    "max_partitions times before t1; raise mbdjax.NullSpace(max_partitions=...) or "
+    "its growth= threshold, or use formulation='augmented'.",
 )
-
-
-class ProjectedSolver(diffrax.AbstractWrappedSolver):
-    """Wraps a diffrax solver and projects each step's result onto the constraints.
-
-    The wrapped solver's error estimate (of the unprojected step) drives step-size
-    control. Every step re-evaluates its first stage (`made_jump=True`), so a
-    first-same-as-last solver never reuses a derivative taken off the manifold.
-    """
-
-    solver: diffrax.AbstractSolver
-    project: callable = eqx.field(static=True)
-
-    @property
-    def term_structure(self):
-        return self.solver.term_structure
-
-    @property
-    def interpolation_cls(self):
-        return self.solver.interpolation_cls
-
-    @property
-    def term_compatible_contr_kwargs(self):
-        return self.solver.term_compatible_contr_kwargs
-
-    def order(self, terms):
-        return self.solver.order(terms)
-
-    def strong_order(self, terms):
-        return self.solver.strong_order(terms)
-
-    def error_order(self, terms):
-        return self.solver.error_order(terms)
-
-    def init(self, terms, t0, t1, y0, args):
-        return self.solver.init(terms, t0, t1, y0, args)
-
-    def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
-        y1, y_error, dense_info, solver_state, result = self.solver.step(
-            terms, t0, t1, y0, args, solver_state, True
-        )
-        return self.project(t1, y1, args), y_error, dense_info, solver_state, result
-
-    def func(self, terms, t0, y0, args):
-        return self.solver.func(terms, t0, y0, args)
 
 
 def _save_times(saveat, t0, t1):
@@ -188,43 +146,33 @@ def _simulate(model, formulation, stabilization, solver, adjoint, q0, qd0, p, t0
 
     # The state is one flat vector (y = [q; q̇] for most formulations): a single leaf
     # halves the solver's per-stage array operations (about 2 µs per step on a CPU).
-    def vector_field(t, y, args):
-        return formulation.vector_field(model, t, y, args, stabilization)
-
-    def project(t, y, args):
-        return formulation.project(model, t, y, args, stabilization)
-
-    if stabilization.projects:
-        solver = ProjectedSolver(solver=solver, project=project)
-        save = diffrax.SaveAt(ts=ts, fn=project)
-    else:
-        save = diffrax.SaveAt(ts=ts)
     y0 = formulation.initial_state(model, q0, qd0, t0, p)
-    sol = diffrax.diffeqsolve(
-        diffrax.ODETerm(vector_field), solver, t0, t1, dt0, y0, args=p,
-        saveat=save, stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
-        max_steps=max_steps, adjoint=adjoint, throw=False,
-    )
+    controller = diffrax.PIDController(rtol=rtol, atol=atol)
+    run = formulation.integrate(model, stabilization, (solver, adjoint, controller, dt0, max_steps),
+                                y0, p, t0, t1, ts)
 
-    def outputs(yi, ti):
-        return formulation.outputs_from_state(model, yi, ti, p, stabilization)
+    def outputs(yi, ti, aux):
+        return formulation.outputs_from_state(model, yi, ti, p, stabilization, aux)
 
-    q, qd, qdd, lam, u = jax.vmap(outputs)(sol.ys, sol.ts)
+    q, qd, qdd, lam, u = jax.vmap(outputs)(run.ys, run.ts, run.aux)
     if throw:
-        ok = sol.result == diffrax.RESULTS.successful
-        max_steps_hit = sol.result == diffrax.RESULTS.max_steps_reached
+        ok = run.result == diffrax.RESULTS.successful
+        max_steps_hit = run.result == diffrax.RESULTS.max_steps_reached
+        partitions_hit = run.result == diffrax.RESULTS.event_occurred
         finite = jnp.all(jnp.isfinite(q)) & jnp.all(jnp.isfinite(qd))
         if drift_tol is not None and model.m_h:
-            drift = jnp.max(jnp.abs(jax.vmap(lambda qi, ti: kin.holonomic(model, qi, ti, p))(q, sol.ts)))
+            drift = jnp.max(jnp.abs(jax.vmap(lambda qi, ti: kin.holonomic(model, qi, ti, p))(q, run.ts)))
             drift_bad = ~(drift <= drift_tol)
         else:
             drift_bad = jnp.asarray(False)
         bad = (~ok) | (~finite) | drift_bad
-        index = jnp.where(max_steps_hit, 0, jnp.where(~ok, 1, jnp.where(~finite, 2, 3)))
+        index = jnp.where(max_steps_hit, 0, jnp.where(partitions_hit, 4, jnp.where(
+            ~ok, 1, jnp.where(~finite, 2, 3))))
         q = eqx.branched_error_if(q, bad, index, _MESSAGES)
     return Trajectory(
-        t=sol.ts, q=q, qd=qd, qdd=qdd, lam=lam, u=u, result=sol.result,
-        num_steps=sol.stats["num_steps"], params=p, model=model,
+        t=run.ts, q=q, qd=qd, qdd=qdd, lam=lam, u=u, result=run.result,
+        num_steps=run.num_steps, params=p, model=model,
         coordinates=model.coordinates, constraint_names=model.constraint_names,
         nonholonomic_names=model.nonholonomic_names, settings=settings,
+        partitions=run.partitions,
     )

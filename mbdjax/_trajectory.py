@@ -76,6 +76,10 @@ class Trajectory(eqx.Module):
         coordinates, constraint_names, nonholonomic_names: names of `q` and `lam` rows.
         settings: solver settings (formulation, stabilization, tolerances, solver).
         u: `(T, f)` quasi-velocities for the quasi-velocity formulation, else None.
+        partitions: the null-space formulation's coordinate partitions, else None: a
+            dict with `"t" (K,)` the time each partition took over (inf for unused
+            slots) and `"independent" (K, n − m)` the indices of its independent
+            coordinates; see `partition_history()`.
     """
 
     t: jax.Array
@@ -92,6 +96,7 @@ class Trajectory(eqx.Module):
     nonholonomic_names: tuple[str, ...] = eqx.field(static=True)
     settings: tuple = eqx.field(static=True, default=())
     u: jax.Array | None = None
+    partitions: Any = None
 
     # ------------------------------------------------------------ accessors
     @property
@@ -123,6 +128,17 @@ class Trajectory(eqx.Module):
         if name not in rows:
             raise MbdjaxError(f"Trajectory: no constraint row named {name!r}; rows are {list(rows)}.")
         return self.lam[..., rows.index(name)]
+
+    def partition_history(self) -> list[tuple[float, tuple[str, ...]]]:
+        """`[(t_start, independent coordinate names), ...]`: the partitions the
+        null-space formulation used, in order (a re-partition starts a new entry)."""
+        if self.partitions is None:
+            raise MbdjaxError("Trajectory.partition_history: only the null-space formulation partitions.")
+        if self.t.ndim > 1:
+            raise MbdjaxError("Trajectory.partition_history: index one member of a batched trajectory first.")
+        ts = np.asarray(self.partitions["t"])
+        ind = np.asarray(self.partitions["independent"])
+        return [(float(t), tuple(self.coordinates[k] for k in row)) for t, row in zip(ts, ind) if np.isfinite(t)]
 
     def _index(self, name):
         if name not in self.coordinates:

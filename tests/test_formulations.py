@@ -25,11 +25,12 @@ def _run(name, formulation):
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
-@pytest.mark.parametrize("formulation", ["multiplier_free", "quasi_velocity"])
+@pytest.mark.parametrize("formulation", ["nullspace", "multiplier_free", "quasi_velocity"])
 def test_agrees_with_augmented(name, formulation):
     # Same equations of motion (multiplier-free: same index-1 system; quasi-velocities:
-    # the motion from (q, u) instead of (q, q̇)). At rtol 1e-10 over 3 s they agree to
-    # 1e-7 in q (issue acceptance value; observed 1e-14 to 5e-8).
+    # the motion from (q, u) instead of (q, q̇); null space: the independent
+    # coordinates, the rest recovered). At rtol 1e-10 over 3 s they agree to 1e-7 in q
+    # (issue acceptance value; observed 1e-14 to 5e-8).
     _, a = _run(name, "augmented")
     ex, b = _run(name, formulation)
     np.testing.assert_allclose(b.q, a.q, atol=1e-7)
@@ -37,9 +38,13 @@ def test_agrees_with_augmented(name, formulation):
     assert float(jnp.max(jnp.abs(b.velocity_residual()))) < 1e-10
     if formulation == "quasi_velocity":
         assert b.u.shape == (31, ex.model.n - ex.model.m)
+    if formulation == "nullspace" and ex.model.m_h:
+        # Coordinate partitioning: no drift, with the default projection or without.
+        assert float(jnp.max(jnp.abs(b.position_residual()))) < 1e-12
 
 
 @pytest.mark.parametrize("formulation, param, value", [
+    (mbd.NullSpace(independent=("theta",)), "m2", 2.0),
     (mbd.MultiplierFree(dependent=("y", "x")), "m2", 2.0),
     (mbd.QuasiVelocity(independent=("theta",)), "m1", 1.0),
 ])

@@ -14,7 +14,7 @@ from mbdjax import models
 from mbdjax.models._rolling_disk import contact_velocity
 
 TIGHT = dict(rtol=1e-10, atol=1e-12)
-FORMULATIONS = ["augmented", "multiplier_free", "quasi_velocity"]
+FORMULATIONS = ["augmented", "nullspace", "multiplier_free", "quasi_velocity"]
 
 
 @pytest.fixture(scope="module")

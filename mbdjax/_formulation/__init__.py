@@ -3,6 +3,7 @@
 from .augmented import Augmented
 from .base import AbstractFormulation, resolve_formulation
 from .multiplier_free import MultiplierFree
+from .nullspace import NullSpace
 from .quasi_velocity import QuasiVelocity
 
-__all__ = ["AbstractFormulation", "Augmented", "MultiplierFree", "QuasiVelocity", "resolve_formulation"]
+__all__ = ["AbstractFormulation", "Augmented", "MultiplierFree", "NullSpace", "QuasiVelocity", "resolve_formulation"]

@@ -3,12 +3,30 @@
 from __future__ import annotations
 
 import abc
-from typing import ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 
 from .._errors import SimulationError
+from .._solve import solve
+
+
+class Integrated(NamedTuple):
+    """What `AbstractFormulation.integrate` hands back to `simulate`.
+
+    `ts (T,)` and `ys (T, state)` at the output times, the diffrax `result` code, the
+    step count, `aux` (per output time, passed to `outputs_from_state`; None if
+    unused) and `partitions` (the null-space formulation's partition log, else None).
+    """
+
+    ts: jax.Array
+    ys: jax.Array
+    result: Any
+    num_steps: jax.Array
+    aux: Any = None
+    partitions: Any = None
 
 
 class AbstractFormulation(eqx.Module):
@@ -18,7 +36,8 @@ class AbstractFormulation(eqx.Module):
     lam)`, `qdd` shape `(n,)`, `lam` shape `(m,)` or None. The state handling below
     defaults to the flat state `y = [q; q̇]`; a formulation with another state (the
     quasi-velocities' `[q; u]`) overrides `initial_state`, `vector_field`, `project`
-    and `outputs_from_state`.
+    and `outputs_from_state`, and one that integrates in several pieces (the null
+    space's re-partitioning) overrides `integrate`.
     """
 
     #: Stabilizations this formulation cannot use (documented, warned about, ignored).
@@ -40,9 +59,25 @@ class AbstractFormulation(eqx.Module):
         n = model.n
         return jnp.concatenate(stabilization.project(model, y[:n], y[n:], t, p))
 
-    def outputs_from_state(self, model, y, t, p, stabilization):
+    def integrate(self, model, stabilization, settings, y0, p, t0, t1, ts):
+        """Integrate the state from `y0` at `t0` to `t1`, saved at `ts`; returns an
+        `Integrated`. `settings` is `(solver, adjoint, stepsize_controller, dt0,
+        max_steps)`. Default: one diffrax solve, projected after every step when the
+        stabilization projects."""
+
+        def vector_field(t, y, args):
+            return self.vector_field(model, t, y, args, stabilization)
+
+        def project(t, y, args):
+            return self.project(model, t, y, args, stabilization)
+
+        sol = solve(vector_field, project if stabilization.projects else None, settings, t0, t1, y0, p, ts)
+        return Integrated(sol.ts, sol.ys, sol.result, sol.stats["num_steps"])
+
+    def outputs_from_state(self, model, y, t, p, stabilization, aux=None):
         """`(q, qd, qdd, lam, extra)` at one output time; `extra` is None or the
-        formulation's own velocities (quasi-velocities `u`)."""
+        formulation's own velocities (quasi-velocities `u`); `aux` is this time's
+        entry of `Integrated.aux`."""
         n = model.n
         qdd, lam = self.outputs(model, y[:n], y[n:], t, p, stabilization)
         return y[:n], y[n:], qdd, lam, None
@@ -74,9 +109,11 @@ class AbstractFormulation(eqx.Module):
 def _registry():
     from .augmented import Augmented
     from .multiplier_free import MultiplierFree
+    from .nullspace import NullSpace
     from .quasi_velocity import QuasiVelocity
 
-    return {"augmented": Augmented, "multiplier_free": MultiplierFree, "quasi_velocity": QuasiVelocity}
+    return {"augmented": Augmented, "nullspace": NullSpace, "multiplier_free": MultiplierFree,
+            "quasi_velocity": QuasiVelocity}
 
 
 def resolve_formulation(formulation):

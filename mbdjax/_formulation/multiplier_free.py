@@ -17,23 +17,13 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 import numpy as np
-import scipy.linalg
 
 from .. import _dynamics as dyn
 from .. import _kinematics as kin
 from .._errors import SimulationError
 from .._tracing import is_concrete
 from .base import AbstractFormulation
-
-_COND_MAX = 1e10
-
-
-def pivoted_dependent(B, coordinates):
-    """Names of `m` coordinates whose columns of `B` are best conditioned (column-pivoted
-    QR of B: the first `m` pivots), a good dependent set `q̄` at this configuration."""
-    m = B.shape[0]
-    _, _, piv = scipy.linalg.qr(np.asarray(B), pivoting=True, mode="economic")
-    return tuple(coordinates[k] for k in sorted(piv[:m]))
+from .partition import check_partition, partition_basis, pivoted_dependent
 
 
 class MultiplierFree(AbstractFormulation):
@@ -95,15 +85,7 @@ class MultiplierFree(AbstractFormulation):
                 f"constraint row: {m} = {model.m_h} holonomic + {model.m_n} nonholonomic), got {len(set(dep))}."
             )
         if concrete:
-            B1 = B[:, [model.index(d) for d in dep]]
-            s = np.linalg.svd(B1, compute_uv=False)
-            if s[-1] <= s[0] / _COND_MAX or not np.isfinite(s).all():
-                better = pivoted_dependent(B, model.coordinates)
-                raise SimulationError(
-                    f"MultiplierFree: B₁ (the columns of B for the dependent coordinates {list(dep)}) "
-                    f"is singular at the initial configuration (condition {s[0] / max(s[-1], 1e-300):.1e}); "
-                    f"choose dependent=({', '.join(repr(b) for b in better)}) instead."
-                )
+            check_partition(model, B, dep, "MultiplierFree", "dependent coordinates")
         return MultiplierFree(dependent=tuple(sorted(dep, key=model.index)), multipliers=self.multipliers)
 
     def _split(self, model):
@@ -114,9 +96,7 @@ class MultiplierFree(AbstractFormulation):
     def null_basis(self, model, B):
         """`D` in the original coordinate order, shape `(n, n − m)`: `B D = 0`."""
         dep, ind = self._split(model)
-        C = jnp.linalg.solve(B[:, dep], B[:, ind])
-        f = ind.size
-        return jnp.zeros((model.n, f), dtype=B.dtype).at[dep].set(-C).at[ind].set(jnp.eye(f, dtype=B.dtype))
+        return partition_basis(B, np.concatenate([dep, ind]), dep.size)
 
     def accelerations(self, model, q, qd, t, p, stabilization):
         if self.dependent is None:

@@ -162,7 +162,7 @@ class QuasiVelocity(AbstractFormulation):
         # Only q is projected: q̇ = W u + w₀ stays admissible at the projected q.
         return jnp.concatenate([project_positions(model, y[:n], t, p, stabilization.iterations), y[n:]])
 
-    def outputs_from_state(self, model, y, t, p, stabilization):
+    def outputs_from_state(self, model, y, t, p, stabilization, aux=None):
         n = model.n
         q, u = y[:n], y[n:]
         qd, _, qdd = self._rates(model, q, u, t, p)

@@ -1,0 +1,141 @@
+"""Choosing a coordinate partition `q = [q_u (dependent, m); q_w (independent, n − m)]`.
+
+Two choosers: `pivoted_dependent` (NumPy/SciPy, at a concrete configuration, for the
+partitions fixed before a run) and `select_partition` (traceable JAX, for the
+re-partitions inside a run). Both pick columns of `B` as column-pivoted QR does.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import scipy.linalg
+
+from .. import _kinematics as kin
+from .._errors import SimulationError
+
+_COND_MAX = 1e10
+
+
+def pivoted_dependent(B, coordinates):
+    """Names of `m` coordinates whose columns of `B` are best conditioned (column-pivoted
+    QR of B: the first `m` pivots), a good dependent set `q̄` at this configuration."""
+    m = B.shape[0]
+    _, _, piv = scipy.linalg.qr(np.asarray(B), pivoting=True, mode="economic")
+    return tuple(coordinates[k] for k in sorted(piv[:m]))
+
+
+def check_partition(model, B, dependent, who, what, suggest="dependent"):
+    """Raise a `SimulationError` naming a better choice if `B_u = B[:, dependent]` is
+    singular (condition above 1e10) at this concrete configuration.
+
+    `who` names the formulation, `what` describes `dependent`; the suggested fix is
+    phrased for the argument `suggest` (`"dependent"` or `"independent"`).
+    """
+    B = np.asarray(B)
+    cols = [model.index(d) for d in dependent]
+    s = np.linalg.svd(B[:, cols], compute_uv=False)
+    if s.size and s[-1] > s[0] / _COND_MAX and np.isfinite(s).all():
+        return
+    cond = s[0] / max(s[-1], 1e-300) if s.size else float("inf")
+    better = pivoted_dependent(B, model.coordinates)
+    sb = np.linalg.svd(B[:, [model.index(d) for d in better]], compute_uv=False)
+    if not (sb[-1] > sb[0] / _COND_MAX):
+        raise SimulationError(
+            f"{who}: the constraint rows are dependent at the initial configuration (B has "
+            f"rank below {model.m}), so no coordinate partition exists; remove the redundant "
+            "constraints (mbdjax.check names them) or use formulation='augmented'."
+        )
+    names = better if suggest == "dependent" else tuple(c for c in model.coordinates if c not in better)
+    raise SimulationError(
+        f"{who}: B₁ (the columns of B for the {what} {list(dependent)}) is singular at the "
+        f"initial configuration (condition {cond:.1e}); choose "
+        f"{suggest}=({', '.join(repr(b) for b in names)}) instead."
+    )
+
+
+def _greedy_columns(R, k, taken):
+    """Indices of `k` columns of `R` picked as a column-pivoted QR (modified Gram–Schmidt)
+    would: each time the column of largest norm after removing the directions already
+    chosen. Columns with `taken[j]` are never picked. Returns `(indices (k,), taken)`."""
+
+    def body(i, state):
+        R, taken, sel = state
+        norms = jnp.where(taken, -1.0, jnp.sum(R * R, axis=0))
+        j = jnp.argmax(norms)
+        v = R[:, j] / jnp.sqrt(jnp.maximum(norms[j], 1e-300))
+        return R - jnp.outer(v, v @ R), taken.at[j].set(True), sel.at[i].set(j)
+
+    sel = jnp.zeros((k,), dtype=int)
+    _, taken, sel = jax.lax.fori_loop(0, k, body, (R, taken, sel))
+    return sel, taken
+
+
+def complete_partition(model, dep):
+    """`perm (n,)`: the dependent indices `dep` followed by the others in ascending order."""
+    n = model.n
+    taken = jnp.zeros((n,), dtype=bool).at[dep].set(True)
+    rest = jnp.argsort(jnp.where(taken, n, 0) + jnp.arange(n))[: n - dep.shape[0]]
+    return jnp.concatenate([dep, rest]).astype(int)
+
+
+def order_dependent(model, B, dep):
+    """Reorder the `m` dependent indices `dep` so that the first `m_h` make the holonomic
+    block `Φ_q[:, dep[:m_h]]` best conditioned (greedy pivoting among `dep`)."""
+    mh = model.m_h
+    if mh == 0 or model.m_n == 0:
+        return dep
+    Phi_u = B[:mh][:, dep]
+    first, taken = _greedy_columns(Phi_u, mh, jnp.zeros((dep.shape[0],), dtype=bool))
+    others = jnp.argsort(jnp.where(taken, dep.shape[0], 0) + jnp.arange(dep.shape[0]))[: model.m_n]
+    return dep[jnp.concatenate([first, others])]
+
+
+def select_partition(model, q, t, p):
+    """`perm (n,)` of a well-conditioned partition at `(q, t)`: `perm[:m_h]` the
+    holonomically dependent coordinates (pivoted on `Φ_q`), `perm[m_h:m]` the
+    nonholonomically dependent ones (pivoted on the nonholonomic rows after
+    eliminating the first set), `perm[m:]` the independent ones. Traceable."""
+    B = jax.lax.stop_gradient(kin.constraint_jacobian(model, q, t, p))
+    mh, mn, n = model.m_h, model.m_n, model.n
+    taken = jnp.zeros((n,), dtype=bool)
+    sel_h, taken = _greedy_columns(B[:mh], mh, taken)
+    if mn == 0:
+        return complete_partition(model, sel_h)
+    A = B[mh:]
+    if mh:
+        Phi_q = B[:mh]
+        A = A - A[:, sel_h] @ jnp.linalg.solve(Phi_q[:, sel_h], Phi_q)
+    sel_n, _ = _greedy_columns(A, mn, taken)
+    return complete_partition(model, jnp.concatenate([sel_h, sel_n]))
+
+
+def partition_condition(model, q, t, p, perm):
+    """How close the partition is to singular at `(q, t)`: `σ_max(B) / σ_min(B_u)`, and
+    with nonholonomic rows the larger of that and `σ_max(Φ_q) / σ_min(Φ_u)` (the
+    Newton matrix). Unlike the condition number of `B_u` alone this sees a scalar
+    `B_u` shrinking (a pendulum's `x` as it passes the bottom), and it is never below
+    the best attainable `κ(B)`."""
+    B = jax.lax.stop_gradient(kin.constraint_jacobian(model, q, t, p))
+    m, mh = model.m, model.m_h
+
+    def ratio(full, block):
+        top = jnp.linalg.svd(full, compute_uv=False)[0]
+        return top / jnp.linalg.svd(block, compute_uv=False)[-1]
+
+    kappa = ratio(B, B[:, perm[:m]])
+    if mh and model.m_n:
+        kappa = jnp.maximum(kappa, ratio(B[:mh], B[:mh][:, perm[:mh]]))
+    return jnp.where(jnp.isfinite(kappa), kappa, jnp.inf)
+
+
+def partition_basis(B, perm, m):
+    """`D (n, n − m)` with `D[perm[m:]] = I`, `D[perm[:m]] = −B_u⁻¹ B_w`: `B D = 0`."""
+    n = B.shape[1]
+    dep, ind = perm[:m], perm[m:]
+    C = jnp.linalg.solve(B[:, dep], B[:, ind])
+    f = n - m
+    return jnp.zeros((n, f), dtype=B.dtype).at[dep].set(-C).at[ind].set(jnp.eye(f, dtype=B.dtype))
+
+

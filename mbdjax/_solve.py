@@ -1,0 +1,85 @@
+"""One diffrax solve of a formulation's first-order system, optionally projected."""
+
+from __future__ import annotations
+
+import diffrax
+import equinox as eqx
+
+
+class ProjectedSolver(diffrax.AbstractWrappedSolver):
+    """Wraps a diffrax solver and maps each step's result back onto the constraints.
+
+    The wrapped solver's error estimate (of the unprojected step) drives step-size
+    control. Every step re-evaluates its first stage (`made_jump=True`), so a
+    first-same-as-last solver never reuses a derivative taken off the manifold.
+    """
+
+    solver: diffrax.AbstractSolver
+    project: callable = eqx.field(static=True)
+
+    @property
+    def scan_kind(self):
+        # diffrax sees through the wrapper (its solver metaclass) and sets the wrapped
+        # Runge–Kutta solver's `scan_kind` for forward-mode autodiff through this.
+        return self.solver.scan_kind
+
+    @property
+    def term_structure(self):
+        return self.solver.term_structure
+
+    @property
+    def interpolation_cls(self):
+        return self.solver.interpolation_cls
+
+    @property
+    def term_compatible_contr_kwargs(self):
+        return self.solver.term_compatible_contr_kwargs
+
+    def order(self, terms):
+        return self.solver.order(terms)
+
+    def strong_order(self, terms):
+        return self.solver.strong_order(terms)
+
+    def error_order(self, terms):
+        return self.solver.error_order(terms)
+
+    def init(self, terms, t0, t1, y0, args):
+        return self.solver.init(terms, t0, t1, y0, args)
+
+    def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
+        y1, y_error, dense_info, solver_state, result = self.solver.step(
+            terms, t0, t1, y0, args, solver_state, True
+        )
+        return self.project(t1, y1, args), y_error, dense_info, solver_state, result
+
+    def func(self, terms, t0, y0, args):
+        return self.solver.func(terms, t0, y0, args)
+
+
+def solve(vector_field, project, settings, t0, t1, y0, args, ts, *, event=None, save_final=False):
+    """`diffrax.diffeqsolve` of `dy/dt = vector_field(t, y, args)` saved at `ts`.
+
+    Arguments:
+        vector_field, project: `(t, y, args) -> y`; `project` is None or the map back
+            onto the constraints after every step and at every saved point.
+        settings: `(solver, adjoint, stepsize_controller, dt0, max_steps)`.
+        event: an optional `diffrax.Event` ending the solve early.
+        save_final: also save the state at the final (or event) time as `sol.ys[-1]`.
+
+    Returns the diffrax `Solution` (`throw=False`: inspect `result`); with
+    `save_final`, `sol.ts` and `sol.ys` are pairs `(at ts, at the final time)`.
+    """
+    solver, adjoint, controller, dt0, max_steps = settings
+    if project is not None:
+        solver = ProjectedSolver(solver=solver, project=project)
+    fn = {} if project is None else {"fn": project}
+    if save_final:
+        save = diffrax.SaveAt(subs=[diffrax.SubSaveAt(ts=ts, **fn), diffrax.SubSaveAt(t1=True)])
+    else:
+        save = diffrax.SaveAt(ts=ts, **fn)
+    return diffrax.diffeqsolve(
+        diffrax.ODETerm(vector_field), solver, t0, t1, dt0, y0, args=args, saveat=save,
+        stepsize_controller=controller, max_steps=max_steps, adjoint=adjoint, event=event,
+        throw=False,
+    )
