@@ -23,7 +23,7 @@ from .. import _kinematics as kin
 from .._errors import SimulationError
 from .._tracing import is_concrete
 from .base import AbstractFormulation
-from .partition import check_partition, partition_basis, pivoted_dependent
+from .partition import check_names, check_partition, partition_basis, pivoted_dependent
 
 
 class MultiplierFree(AbstractFormulation):
@@ -73,17 +73,7 @@ class MultiplierFree(AbstractFormulation):
             return MultiplierFree(dependent=pivoted_dependent(B, model.coordinates),
                                   multipliers=self.multipliers)
         dep = tuple(self.dependent)
-        unknown = [d for d in dep if d not in model.coordinates]
-        if unknown:
-            raise SimulationError(
-                f"MultiplierFree: unknown coordinates {unknown} in `dependent`; the coordinates "
-                f"are {list(model.coordinates)}."
-            )
-        if len(set(dep)) != m:
-            raise SimulationError(
-                f"MultiplierFree: `dependent` must name {m} distinct coordinates (one per "
-                f"constraint row: {m} = {model.m_h} holonomic + {model.m_n} nonholonomic), got {len(set(dep))}."
-            )
+        check_names(model, dep, m, "MultiplierFree", "dependent")
         if concrete:
             check_partition(model, B, dep, "MultiplierFree", "dependent coordinates")
         return MultiplierFree(dependent=tuple(sorted(dep, key=model.index)), multipliers=self.multipliers)

@@ -29,11 +29,10 @@ import numpy as np
 
 from .. import _dynamics as dyn
 from .. import _kinematics as kin
-from .._errors import SimulationError
 from .._solve import solve
 from .._tracing import is_concrete
 from .base import AbstractFormulation, Integrated
-from .partition import (complete_partition, order_dependent, check_partition, partition_basis,
+from .partition import (check_names, check_partition, complete_partition, order_dependent, partition_basis,
                         partition_condition, pivoted_dependent, select_partition)
 
 _NEWTON_MAX = 12
@@ -161,18 +160,7 @@ class NullSpace(AbstractFormulation):
                                 "dependent coordinates chosen by pivoting")
             return self
         ind = tuple(self.independent)
-        unknown = [c for c in ind if c not in model.coordinates]
-        if unknown:
-            raise SimulationError(
-                f"NullSpace: unknown coordinates {unknown} in `independent`; the coordinates "
-                f"are {list(model.coordinates)}."
-            )
-        f = model.n - model.m
-        if len(set(ind)) != f:
-            raise SimulationError(
-                f"NullSpace: `independent` must name {f} distinct coordinates (n − m = {model.n} − "
-                f"{model.m}), got {len(set(ind))}."
-            )
+        check_names(model, ind, model.n - model.m, "NullSpace", "independent")
         if is_concrete(p, q0, t0):
             B = np.asarray(kin.constraint_jacobian(model, q0, t0, p))
             dep = tuple(c for c in model.coordinates if c not in ind)

@@ -26,6 +26,22 @@ def pivoted_dependent(B, coordinates):
     return tuple(coordinates[k] for k in sorted(piv[:m]))
 
 
+def check_names(model, names, count, who, arg):
+    """Raise a `SimulationError` unless `names` are `count` distinct coordinates of
+    `model` (`count` None: any number); `arg` names the argument in the message."""
+    unknown = [c for c in names if c not in model.coordinates]
+    if unknown:
+        raise SimulationError(
+            f"{who}: unknown coordinates {unknown} in `{arg}`; the coordinates are "
+            f"{list(model.coordinates)}."
+        )
+    if count is not None and len(set(names)) != count:
+        raise SimulationError(
+            f"{who}: `{arg}` must name {count} distinct coordinates (n = {model.n} coordinates, "
+            f"m = {model.m_h} holonomic + {model.m_n} nonholonomic constraint rows), got {len(set(names))}."
+        )
+
+
 def check_partition(model, B, dependent, who, what, suggest="dependent"):
     """Raise a `SimulationError` naming a better choice if `B_u = B[:, dependent]` is
     singular (condition above 1e10) at this concrete configuration.

@@ -32,6 +32,7 @@ from .base import AbstractFormulation
 from .._checks import _rank
 from .._tracing import is_concrete
 from .multiplier_free import MultiplierFree
+from .partition import check_names
 
 
 class QuasiVelocity(AbstractFormulation):
@@ -69,12 +70,7 @@ class QuasiVelocity(AbstractFormulation):
             if self.independent is None:
                 part = MultiplierFree().prepare(model, p, q0, t0)
             else:
-                unknown = [c for c in self.independent if c not in model.coordinates]
-                if unknown:
-                    raise SimulationError(
-                        f"QuasiVelocity: unknown coordinates {unknown} in `independent`; the "
-                        f"coordinates are {list(model.coordinates)}."
-                    )
+                check_names(model, self.independent, model.n - model.m, "QuasiVelocity", "independent")
                 part = self._partition(model).prepare(model, p, q0, t0)
             ind = tuple(c for c in model.coordinates if c not in part.dependent)
             return QuasiVelocity(independent=ind)
