@@ -139,7 +139,8 @@ def build_parser():
     p_run = sub.add_parser("run", help="simulate an example, write trajectory, summary and plots")
     p_run.add_argument("name", nargs="?", default="slider-crank")
     p_run.add_argument("--t1", type=float, default=None, help="end time in s (default: the example's)")
-    p_run.add_argument("--formulation", default="augmented")
+    p_run.add_argument("--formulation", default="augmented",
+                       choices=["augmented", "nullspace", "multiplier_free", "quasi_velocity"])
     p_run.add_argument("--stabilization", default="projection", choices=("projection", "baumgarte", "none"))
     p_run.add_argument("--points", type=int, default=400, help="number of output points")
     p_run.add_argument("--out", default=None, help="output folder (default mbdjax-runs/NAME)")

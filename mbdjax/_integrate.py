@@ -72,7 +72,10 @@ def simulate(
         q0, qd0: `(n,)` consistent initial state (see `mbdjax.initial_conditions`).
         t0, t1: start and end time (s).
         params: parameter pytree (default `model.params`).
-        formulation: `"augmented"` or a formulation instance (`mbdjax.Augmented()`).
+        formulation: `"augmented"`, `"nullspace"`, `"multiplier_free"`,
+            `"quasi_velocity"`, or an instance (`mbdjax.Augmented()`,
+            `mbdjax.NullSpace(...)`, `mbdjax.MultiplierFree(...)`,
+            `mbdjax.QuasiVelocity(...)`); THEORY §5.
         stabilization: `"projection"` (default), `"baumgarte"`, `"none"`, or an
             instance (`mbdjax.Baumgarte(alpha, beta)`, `mbdjax.Projection()`).
         saveat: number of equally spaced output points (including both ends) or a
