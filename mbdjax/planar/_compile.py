@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._builder import call_problem
 from .._errors import ModelError
 from .._model import Model, sample_point
 from .._sparse import JacobianPattern
@@ -275,13 +276,9 @@ def _check_user_functions(mech, params, layout):
     t = jnp.asarray(0.1)
 
     def run(label, fn, args, shape, unit):
-        try:
-            out = jnp.asarray(fn(*args), dtype=float)
-        except Exception as err:  # noqa: BLE001 - reported with context
-            problems.append(f"{label} raised {type(err).__name__}: {err}")
-            return
-        if out.shape != shape:
-            problems.append(f"{label} returned shape {out.shape}; it must return {unit} of shape {shape}.")
+        problem = call_problem(label, fn, args, shape, unit)
+        if problem:
+            problems.append(problem)
 
     for j in mech._joints:
         if j.drive is not None:

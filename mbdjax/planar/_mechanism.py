@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from .._builder import Builder
 from .._errors import ModelError
 from ._forces import ElementSpec
 from ._joints import COORDINATE_AXES, JointSpec
@@ -13,7 +14,7 @@ from ._joints import COORDINATE_AXES, JointSpec
 GROUND = "ground"
 
 
-class Mechanism:
+class Mechanism(Builder):
     """Build a planar multibody system in absolute (Cartesian) coordinates.
 
     Each body other than the built-in `"ground"` gets three coordinates, named
@@ -65,56 +66,11 @@ class Mechanism:
     """
 
     def __init__(self, gravity=(0.0, -9.81)):
-        self._problems: list[str] = []
+        super().__init__()
         self._gravity = self._vector("Mechanism: `gravity`", gravity, (2,))
         self._bodies: list[tuple] = []  # (name, mass, inertia)
         self._joints: list[JointSpec] = []
         self._elements: list[ElementSpec] = []
-
-    # ----------------------------------------------------------- conversion
-    def _vector(self, label, value, shape):
-        try:
-            arr = np.asarray(value, dtype=float)
-        except (TypeError, ValueError):
-            self._problems.append(f"{label} must be numbers of shape {shape}, got {value!r}.")
-            return np.zeros(shape)
-        if arr.shape != shape:
-            self._problems.append(f"{label} must have shape {shape}, got shape {arr.shape} ({value!r}).")
-            return np.zeros(shape)
-        if not np.all(np.isfinite(arr)):
-            self._problems.append(f"{label} must be finite, got {value!r}.")
-            return np.zeros(shape)
-        return arr
-
-    def _scalar(self, label, value):
-        return self._vector(label, value, ())
-
-    def _function(self, label, fn, required=True):
-        if fn is None and not required:
-            return None
-        if not callable(fn):
-            self._problems.append(f"{label} must be a function, got {type(fn).__name__}.")
-            return None
-        return fn
-
-    def _extra(self, label, params, builtin):
-        if params is None:
-            return {}
-        if not isinstance(params, dict):
-            self._problems.append(f"{label}: `params` must be a dict of numbers, got {type(params).__name__}.")
-            return {}
-        clash = sorted(set(params) & set(builtin))
-        if clash:
-            self._problems.append(
-                f"{label}: extra `params` keys {clash} clash with the built-in parameters; rename them."
-            )
-        out = {}
-        for key, value in params.items():
-            try:
-                out[key] = np.asarray(value, dtype=float)
-            except (TypeError, ValueError):
-                self._problems.append(f"{label}: extra parameter {key!r} must be numeric, got {value!r}.")
-        return out
 
     # ---------------------------------------------------------------- bodies
     def body(self, name: str, mass: float, inertia: float) -> str:

@@ -4,31 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._builder import unique_name_problems
 from ._joints import COORDINATE_AXES
 
-_RESERVED = ("ground", "gravity")
 _KIND_LABEL = {
     "revolute": "revolute", "translational": "translational", "distance": "distance",
     "fix": "fix", "drive_angle": "drive_angle", "drive_distance": "drive_distance",
     "spring_damper": "spring_damper", "rotational_spring_damper": "rotational_spring_damper",
     "force": "force", "torque": "torque",
 }
-
-
-def _name_problems(label, name):
-    if not isinstance(name, str) or not name:
-        return [f"{label}: every part needs a non-empty string name, got {name!r}; give it one."]
-    out = []
-    if name in _RESERVED:
-        if label == "body":
-            out.append(f"body {name!r}: the name is reserved (ground is built in and fixed at the "
-                       "origin; refer to it as 'ground' in joints); choose another name.")
-        else:
-            out.append(f"{label} {name!r}: the name is reserved; choose another name.")
-    if "." in name:
-        out.append(f"{label} {name!r}: names may not contain '.' (it separates a part from its "
-                   "coordinate or parameter, as in 'crank.phi'); rename it, e.g. with '_'.")
-    return out
 
 
 def validate(mech) -> list[str]:
@@ -42,20 +26,10 @@ def validate(mech) -> list[str]:
         problems.append("Mechanism: there are no bodies; add at least one with body(name, mass, inertia).")
 
     # --------------------------------------------------------------- names
-    seen: dict[str, str] = {}
     parts = ([("body", b[0]) for b in mech._bodies]
              + [(_KIND_LABEL[j.kind], j.name) for j in mech._joints]
              + [(_KIND_LABEL[e.kind], e.name) for e in mech._elements])
-    for label, name in parts:
-        problems.extend(_name_problems(label, name))
-        if isinstance(name, str) and name:
-            if name in seen:
-                problems.append(
-                    f"{label} {name!r}: the name is already used by a {seen[name]}; bodies, joints "
-                    "and force elements share one namespace, so give each a unique name."
-                )
-            else:
-                seen[name] = label
+    problems.extend(unique_name_problems(parts))
 
     # --------------------------------------------------------------- bodies
     for name, mass, inertia in mech._bodies:
