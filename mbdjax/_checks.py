@@ -42,7 +42,10 @@ class CheckReport:
         mass_min_eig, reduced_mass_min_eig: the smallest eigenvalues of `M`, `Nᵀ M N`.
         constraint_residual: `max |Φ(q, t)|` (a configuration off the manifold is
             reported, not fixed).
-        ok: conditions (1) and (2) both hold.
+        coordinate_singular: names of coordinate singularities within the model's
+            `singularity_tol` of `q` (3-1-3 Euler angles at sin θ ≈ 0), where the
+            coordinates themselves fail even if the mechanism does not.
+        ok: conditions (1) and (2) both hold, and no coordinate singularity.
         problems: sentences naming every failure and its fix.
     """
 
@@ -66,6 +69,7 @@ class CheckReport:
     ok: bool
     problems: tuple[str, ...]
     t: float = 0.0
+    coordinate_singular: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         def yn(b):
@@ -86,6 +90,7 @@ class CheckReport:
             ("M positive on null(B)", f"{yn(self.mass_positive_on_nullspace)} "
                                       f"(min eig {self.reduced_mass_min_eig:.3e})" if self.dof
              else "yes (no admissible motion: dof = 0)"),
+            ("coordinate singularity", ", ".join(self.coordinate_singular) or "none"),
             ("verdict", "OK: accelerations and multipliers are unique" if self.ok else "NOT OK"),
         ]
         width = max(len(k) for k, _ in rows)
@@ -228,7 +233,13 @@ def check(model, q, t=0.0, params=None, *, qd=None, rtol=1e-9, probes=3, probe_s
             f"of NᵀMN = {reduced_min:.2e}): some motion allowed by the constraints has no "
             "inertia; give the massless bodies mass or constrain them."
         )
-    ok = rank == m and mass_null
+    near = model.singular_coordinates(q, p)
+    if near:
+        problems.append(
+            "the coordinates are singular here: " + ", ".join(f"{nm} (margin {v:.1e})" for nm, v in near)
+            + (f"; {model.singularity_advice}" if model.singularity_advice else "")
+        )
+    ok = rank == m and mass_null and not near
     return CheckReport(
         n=n, m=m, m_h=model.m_h, m_n=model.m_n, rank=rank, dof=n - rank,
         sigma_min=sigma_min, sigma_max=sigma_max, condition=float(condition),
@@ -236,5 +247,6 @@ def check(model, q, t=0.0, params=None, *, qd=None, rtol=1e-9, probes=3, probe_s
         mass_positive_definite=bool(mass_pd), mass_positive_on_nullspace=bool(mass_null),
         mass_min_eig=mass_min, reduced_mass_min_eig=float(reduced_min),
         constraint_residual=residual, ok=bool(ok), problems=tuple(problems), t=t,
+        coordinate_singular=tuple(nm for nm, _ in near),
     )
 

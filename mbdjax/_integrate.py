@@ -13,6 +13,7 @@ from . import _kinematics as kin
 from ._errors import SimulationError
 from ._formulation import resolve_formulation
 from ._stabilization import resolve_stabilization
+from ._tracing import is_concrete
 from ._trajectory import Trajectory
 
 _MESSAGES = (
@@ -28,6 +29,10 @@ _MESSAGES = (
     "mbdjax.simulate: the null-space formulation re-partitioned its coordinates "
     "max_partitions times before t1; raise mbdjax.NullSpace(max_partitions=...) or "
     "its growth= threshold, or use formulation='augmented'.",
+    "mbdjax.simulate: the motion reached a singularity of the coordinates (a model "
+    "singularity margin fell below singularity_tol; for spatial bodies, 3-1-3 Euler "
+    "angles at θ = 0 or π), where the angle rates are not defined; build the body with "
+    "orientation='quaternion' (Euler parameters have no singularity).",
 )
 
 
@@ -126,6 +131,15 @@ def simulate(
         )
     t0 = jnp.asarray(t0, dtype=float)
     t1 = jnp.asarray(t1, dtype=float)
+    if is_concrete(q0):
+        near = model.singular_coordinates(q0, p)
+        if near:
+            raise SimulationError(
+                "simulate: the initial configuration is at a singularity of the coordinates ("
+                + ", ".join(f"{nm}: margin {v:.1e} < {model.singularity_tol:g}" for nm, v in near)
+                + "), where the equations of motion are not defined"
+                + (f"; {model.singularity_advice}." if model.singularity_advice else ".")
+            )
     formulation = formulation.prepare(model, p, q0, t0)
     ts = _save_times(saveat, t0, t1)
     settings = (
@@ -168,9 +182,14 @@ def _simulate(model, formulation, stabilization, solver, adjoint, q0, qd0, p, t0
             drift_bad = ~(drift <= drift_tol)
         else:
             drift_bad = jnp.asarray(False)
-        bad = (~ok) | (~finite) | drift_bad
-        index = jnp.where(max_steps_hit, 0, jnp.where(partitions_hit, 4, jnp.where(
-            ~ok, 1, jnp.where(~finite, 2, 3))))
+        if model.singularity_fn is not None:
+            margin = jnp.min(jax.vmap(model.singularity_fn)(q))
+            chart_bad = ~(margin >= model.singularity_tol)
+        else:
+            chart_bad = jnp.asarray(False)
+        bad = (~ok) | (~finite) | drift_bad | chart_bad
+        index = jnp.where(chart_bad & finite, 5, jnp.where(max_steps_hit, 0, jnp.where(partitions_hit, 4, jnp.where(
+            ~ok, 1, jnp.where(~finite, 2, 3)))))
         q = eqx.branched_error_if(q, bad, index, _MESSAGES)
     return Trajectory(
         t=run.ts, q=q, qd=qd, qdd=qdd, lam=lam, u=u, result=run.result,

@@ -74,6 +74,12 @@ class Model(eqx.Module):
         params: default parameter pytree (leaves converted to float arrays).
         reactions: optional `{joint: fn(q, lam, p) -> (force, torque)}` used by
             `Trajectory.reaction`; front ends provide it.
+        singularity: optional `fn(q) -> (k,)` margins, zero where the coordinates
+            themselves are singular (3-1-3 Euler angles at sin θ = 0: the rates are
+            not determined there); `check` reports them and `simulate` refuses to
+            start, or stops with an error, where a margin is below `singularity_tol`
+            (default 1e-3). `singularity_names` label the margins and
+            `singularity_advice` says what to do instead (front ends set all three).
         validate_at: a configuration at which to evaluate every function once for
             shape and finiteness checks (default: a generic point).
 
@@ -100,6 +106,10 @@ class Model(eqx.Module):
     nonholonomic_fn: Callable | None = eqx.field(static=True, default=None)
     reaction_fns: Mapping[str, Callable] | None = eqx.field(static=True, default=None)
     metadata: Mapping[str, Any] | None = eqx.field(static=True, default=None)
+    singularity_fn: Callable | None = eqx.field(static=True, default=None)
+    singularity_names: tuple[str, ...] = eqx.field(static=True, default=())
+    singularity_tol: float = eqx.field(static=True, default=1e-3)
+    singularity_advice: str = eqx.field(static=True, default="")
 
     def __init__(
         self,
@@ -122,6 +132,10 @@ class Model(eqx.Module):
         reactions=None,
         metadata=None,
         validate_at=None,
+        singularity=None,
+        singularity_names=None,
+        singularity_tol=1e-3,
+        singularity_advice="",
     ):
         problems: list[str] = []
         if isinstance(coordinates, str):
@@ -174,6 +188,9 @@ class Model(eqx.Module):
         self.nonholonomic_fn = nonholonomic
         self.reaction_fns = dict(reactions) if reactions else None
         self.metadata = dict(metadata) if metadata else None
+        self.singularity_fn = singularity
+        self.singularity_tol = float(singularity_tol)
+        self.singularity_advice = str(singularity_advice)
 
         n = len(coordinates)
         q = sample_point(n) if validate_at is None else jnp.asarray(validate_at, dtype=float)
@@ -275,11 +292,27 @@ class Model(eqx.Module):
             elif out is not None:
                 problems.append(f"Model: `nonholonomic` must return a vector, got shape {out.shape}.")
         self.nonholonomic_names = _row_names("nonholonomic_names", nonholonomic_names, m_n, "nh", problems)
+        self.singularity_names = ()
+        if singularity is not None:
+            out = evaluate("singularity", singularity, q)
+            if out is not None and out.ndim == 1:
+                self.singularity_names = _row_names("singularity_names", singularity_names, out.shape[0],
+                                                    "singular", problems)
+            elif out is not None:
+                problems.append(f"Model: `singularity` must return a vector of margins, got shape {out.shape}.")
         clash = sorted(set(self.constraint_names) & set(self.nonholonomic_names))
         if clash:
             problems.append(f"Model: names {clash} are used for both holonomic and nonholonomic rows.")
         if problems:
             raise ModelError(problems)
+
+    def singular_coordinates(self, q, params=None):
+        """`[(name, margin), ...]` of the coordinate singularities within
+        `singularity_tol` of `q` (concrete values; empty when none or no `singularity`)."""
+        if self.singularity_fn is None:
+            return []
+        margins = np.asarray(self.singularity_fn(jnp.asarray(q, dtype=float)))
+        return [(nm, float(v)) for nm, v in zip(self.singularity_names, margins) if not v >= self.singularity_tol]
 
     # ------------------------------------------------------------------ sizes
     @property
