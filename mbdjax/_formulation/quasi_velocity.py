@@ -40,9 +40,15 @@ class QuasiVelocity(AbstractFormulation):
 
     Arguments:
         velocity_map: `fn(q, t, p) -> (n, f)`, the columns `W` with `q̇ = W u + w₀`;
-            None to use the independent velocities of a coordinate partition
-            (`W = [−B₁⁻¹ B₂; I]`, `w₀ = [B₁⁻¹ b; 0]`).
+            None to use `definition` or the independent velocities of a coordinate
+            partition (`W = [−B₁⁻¹ B₂; I]`, `w₀ = [B₁⁻¹ b; 0]`).
         offset: `fn(q, t, p) -> (n,)`, `w₀` (default zero) with a user map.
+        definition: `fn(q, qd, t, p) -> (f,)`, the quasi-velocities as the user
+            defines them, `u = Ψ(q, t) q̇ + ψ₀` (affine in q̇: body angular-velocity
+            components, a spin about a symmetry axis, Euler-angle rates). mbdjax
+            inverts them together with the constraints, `[B; Ψ] q̇ = [b; u − ψ₀]`, so
+            `W = [B; Ψ]⁻¹ [0; I]` (Greenwood's `Φ = Ψ⁻¹` on the admissible
+            velocities); the stacked matrix must be invertible along the motion.
         independent: with no map, the names of the `n − m` independent coordinates
             whose velocities are `u` (default: chosen by column-pivoted QR of B at the
             initial configuration).
@@ -57,6 +63,14 @@ class QuasiVelocity(AbstractFormulation):
     velocity_map: Callable | None = eqx.field(static=True, default=None)
     offset: Callable | None = eqx.field(static=True, default=None)
     independent: tuple[str, ...] | None = None
+    definition: Callable | None = eqx.field(static=True, default=None)
+
+    def __check_init__(self):
+        given = [k for k in ("velocity_map", "definition", "independent") if getattr(self, k) is not None]
+        if len(given) > 1:
+            raise ValueError(f"QuasiVelocity: give one of velocity_map, definition and independent, not {given}.")
+        if self.offset is not None and self.velocity_map is None:
+            raise ValueError("QuasiVelocity: `offset` belongs to a `velocity_map`.")
     ignores = ("Baumgarte",)
     ignores_reason = "the quasi-velocity equations contain no acceleration constraint"
 
@@ -66,6 +80,9 @@ class QuasiVelocity(AbstractFormulation):
         return MultiplierFree(dependent=tuple(c for c in model.coordinates if c not in ind))
 
     def prepare(self, model, p, q0, t0):
+        if self.definition is not None:
+            self._check_definition(model, p, q0, t0)
+            return self
         if self.velocity_map is None:
             if self.independent is None:
                 part = MultiplierFree().prepare(model, p, q0, t0)
@@ -105,8 +122,53 @@ class QuasiVelocity(AbstractFormulation):
                 )
         return self
 
+    def _definition_terms(self, q, t, p):
+        """`(Ψ (f, n), ψ₀ (f,))` of the user's definition `u = Ψ q̇ + ψ₀`."""
+        fn = lambda v: jnp.asarray(self.definition(q, v, t, p), dtype=float)  # noqa: E731
+        zero = jnp.zeros_like(q)
+        return jax.jacfwd(fn)(zero), fn(zero)
+
+    def _check_definition(self, model, p, q0, t0):
+        if not is_concrete(p, q0, t0):
+            return
+        try:
+            u = jnp.asarray(self.definition(q0, jnp.zeros_like(q0), t0, p), dtype=float)
+        except Exception as err:  # noqa: BLE001 - reported with context
+            raise SimulationError(f"QuasiVelocity: `definition(q, qd, t, p)` raised {type(err).__name__}: {err}") from err
+        B = np.asarray(kin.constraint_jacobian(model, q0, t0, p))
+        f_needed = model.n - (_rank(np.linalg.svd(B, compute_uv=False), B.shape, 1e-9)[0] if model.m else 0)
+        if u.shape != (f_needed,):
+            raise SimulationError(
+                f"QuasiVelocity: `definition` returned shape {u.shape}; the system has {f_needed} velocity "
+                f"degrees of freedom, so it must return ({f_needed},), one quasi-velocity each."
+            )
+        hess = jax.jacfwd(jax.jacfwd(lambda v: jnp.asarray(self.definition(q0, v, t0, p), dtype=float)))(
+            jnp.zeros_like(q0))
+        if float(jnp.max(jnp.abs(hess))) > 1e-9:
+            raise SimulationError("QuasiVelocity: `definition` must be affine in qd (u = Ψ(q, t) qd + ψ₀).")
+        Psi, _ = self._definition_terms(q0, t0, p)
+        K = np.concatenate([B, np.asarray(Psi)], axis=0) if model.m else np.asarray(Psi)
+        s = np.linalg.svd(K, compute_uv=False)
+        if not s[-1] > 1e-10 * s[0]:
+            raise SimulationError(
+                "QuasiVelocity: the quasi-velocities of `definition` and the velocity constraints do not "
+                f"determine q̇ at the initial configuration ([B; Ψ] has condition {s[0] / max(s[-1], 1e-300):.1e}); "
+                "some u repeats a constrained or another quasi-velocity: choose independent ones."
+            )
+
     def map(self, model, q, t, p):
         """`(W, w₀)` at `(q, t)`: shapes `(n, f)` and `(n,)`."""
+        if self.definition is not None:
+            Psi, psi0 = self._definition_terms(q, t, p)
+            f = Psi.shape[0]
+            if model.m:
+                K = jnp.concatenate([kin.constraint_jacobian(model, q, t, p), Psi], axis=0)
+                rhs_b = kin.velocity_rhs(model, q, t, p)
+            else:
+                K, rhs_b = Psi, jnp.zeros((0,))
+            E = jnp.concatenate([jnp.zeros((model.m, f)), jnp.eye(f)], axis=0)
+            sol = jnp.linalg.solve(K, jnp.concatenate([E, jnp.concatenate([rhs_b, -psi0])[:, None]], axis=1))
+            return sol[:, :f], sol[:, f]
         if self.velocity_map is not None:
             W = jnp.asarray(self.velocity_map(q, t, p), dtype=float)
             w0 = jnp.zeros((model.n,)) if self.offset is None else jnp.asarray(self.offset(q, t, p), dtype=float)
@@ -137,7 +199,7 @@ class QuasiVelocity(AbstractFormulation):
         return qd, ud, W @ ud + acc0
 
     def _check_ready(self):
-        if self.velocity_map is None and self.independent is None:
+        if self.velocity_map is None and self.independent is None and self.definition is None:
             raise SimulationError("QuasiVelocity: call through simulate (the partition is chosen there).")
 
     def initial_state(self, model, q0, qd0, t0, p):
