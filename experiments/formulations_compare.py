@@ -20,7 +20,7 @@ from mbdjax import models
 
 from _common import out_path
 
-EXAMPLES = ["slider-crank-free", "four-bar", "double-pendulum", "elliptic-pendulum", "rolling-disk"]
+EXAMPLES = ["slider-crank-free", "four-bar", "double-pendulum", "elliptic-pendulum", "rolling-disk-generic"]
 FORMULATIONS = {"augmented": mbd.Augmented(), "nullspace": mbd.NullSpace(), "multiplier_free": mbd.MultiplierFree(),
                 "quasi_velocity": mbd.QuasiVelocity()}
 

@@ -36,7 +36,8 @@ def test_get_unknown_name_lists_the_examples():
         assert name in str(info.value)
 
 
-GENERIC_MODELS = ("elliptic-pendulum", "rolling-disk")
+GENERIC_MODELS = ("elliptic-pendulum", "rolling-disk-generic")
+SPATIAL_MODELS = ("top", "rolling-disk", "rolling-hemisphere")
 
 
 def test_every_example_starts_consistent(examples):
@@ -44,7 +45,9 @@ def test_every_example_starts_consistent(examples):
     for name, ex in examples.items():
         m = ex.model
         assert isinstance(ex, models.Example) and ex.name == name
-        if ex.mechanism is not None:  # planar front end; generic Models carry no mechanism
+        if name in SPATIAL_MODELS:
+            assert m.metadata["front_end"] == "spatial"
+        elif ex.mechanism is not None:  # planar front end; generic Models carry no mechanism
             assert isinstance(ex.mechanism, Mechanism) and m.metadata["front_end"] == "planar"
         else:
             assert name in GENERIC_MODELS

@@ -19,7 +19,7 @@ FORMULATIONS = ["augmented", "nullspace", "multiplier_free", "quasi_velocity"]
 
 @pytest.fixture(scope="module")
 def disk():
-    return models.get("rolling-disk")
+    return models.get("rolling-disk-generic")
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@
 experiments, the tests and the benchmark.
 
 Every function returns an `Example` (model, consistent initial state, end time, and
-the planar `Mechanism` it was built from). `EXAMPLES` maps the CLI names to
+the planar or spatial `Mechanism` it was built from, None for generic Models). `EXAMPLES` maps the CLI names to
 zero-argument constructors; `get(name)` builds one.
 
     >>> from mbdjax import models
@@ -19,6 +19,8 @@ from ._elliptic import elliptic_pendulum as elliptic_pendulum
 from ._four_bar import four_bar as four_bar, massless_link_four_bar as massless_link_four_bar
 from ._four_bar import parallelogram_redundant as parallelogram_redundant
 from ._rolling_disk import rolling_disk as rolling_disk
+from ._spatial import disk as disk, heavy_top as heavy_top, quasi_velocities as quasi_velocities
+from ._spatial import rolling_hemisphere as rolling_hemisphere
 from ._pendulums import double_pendulum as double_pendulum, pendulum_chain as pendulum_chain
 from ._slider_crank import slider_crank as slider_crank, slider_crank_dead_centre as slider_crank_dead_centre
 
@@ -29,7 +31,10 @@ EXAMPLES = {
     "double-pendulum": double_pendulum,
     "elliptic-pendulum": elliptic_pendulum,
     "pendulum-chain": lambda: pendulum_chain(5),
-    "rolling-disk": rolling_disk,
+    "rolling-disk-generic": rolling_disk,
+    "top": heavy_top,
+    "rolling-disk": disk,
+    "rolling-hemisphere": rolling_hemisphere,
     "massless-four-bar": massless_link_four_bar,
     "parallelogram-redundant": parallelogram_redundant,
     "slider-crank-dead-centre": slider_crank_dead_centre,
@@ -50,7 +55,7 @@ def get(name: str) -> Example:
 
 
 __all__ = [
-    "EXAMPLES", "Example", "double_pendulum", "elliptic_pendulum", "four_bar",
-    "get", "massless_link_four_bar", "parallelogram_redundant", "pendulum_chain", "rolling_disk", "slider_crank",
-    "slider_crank_dead_centre",
+    "EXAMPLES", "Example", "disk", "double_pendulum", "elliptic_pendulum", "four_bar", "get", "heavy_top",
+    "massless_link_four_bar", "parallelogram_redundant", "pendulum_chain", "quasi_velocities", "rolling_disk",
+    "rolling_hemisphere", "slider_crank", "slider_crank_dead_centre",
 ]

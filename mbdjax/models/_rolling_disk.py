@@ -76,5 +76,5 @@ def rolling_disk(theta0=math.pi / 2 - 0.2, phid0=0.5, thd0=0.0, psid0=6.0) -> Ex
     q0, qd0 = initial_conditions(
         model, guess, fix_q={"x": 0.0, "y": 0.0, "phi": 0.0, "theta": theta0, "psi": 0.0},
         fix_qd={"phi": phid0, "theta": thd0, "psi": psid0})
-    return Example("rolling-disk", "Thin disk rolling without slip on a plane (3-1-3 Euler angles; one "
+    return Example("rolling-disk-generic", "Thin disk rolling without slip on a plane (3-1-3 Euler angles; one "
                    "holonomic, two nonholonomic rows).", model, q0, qd0, 3.0)

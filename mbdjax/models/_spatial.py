@@ -159,7 +159,7 @@ def quasi_velocities(example) -> QuasiVelocity:
     - rolling hemisphere (4.7): `u = ω'`, the body-axis angular-velocity components.
     """
     mech = example.mechanism
-    poses = body_poses(mech, example.model)
+    poses = body_poses(mech)
     body = mech.bodies[0]
     i_phi, i_theta = mech.index(f"{body}.phi"), mech.index(f"{body}.theta")
 

@@ -5,6 +5,7 @@ returns the Axes; `save_standard_plots` writes the standard set of PNG files.
 """
 
 from ._plots import (
+    plot_contact_path as plot_contact_path,
     plot_coordinates as plot_coordinates,
     plot_energy as plot_energy,
     plot_reactions as plot_reactions,
@@ -12,4 +13,4 @@ from ._plots import (
     save_standard_plots as save_standard_plots,
 )
 
-__all__ = ["plot_coordinates", "plot_energy", "plot_reactions", "plot_residuals", "save_standard_plots"]
+__all__ = ["plot_contact_path", "plot_coordinates", "plot_energy", "plot_reactions", "plot_residuals", "save_standard_plots"]

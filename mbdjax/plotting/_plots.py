@@ -99,8 +99,31 @@ def plot_reactions(traj, joints=None, ax=None):
     return ax
 
 
+def plot_contact_path(traj, ax=None):
+    """Path of each rolling contact point on its plane (global x, y), for models of the
+    spatial front end with contacts; the start is marked with a dot."""
+    import jax
+
+    ax = _axes(ax)
+    table = (traj.model.metadata or {}).get("contact_kinematics", {}) if traj.model is not None else {}
+    for name, fn in sorted(table.items()):
+        points, _ = jax.vmap(lambda q, qd, fn=fn: fn(q, qd, traj.params))(traj.q, traj.qd)
+        points = np.asarray(points)
+        line, = ax.plot(points[:, 0], points[:, 1], label=name)
+        ax.plot(points[:1, 0], points[:1, 1], "o", color=line.get_color())
+    ax.set_xlabel("x [m]")
+    ax.set_ylabel("y [m]")
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.set_title("contact path on the plane")
+    if table:
+        ax.legend(fontsize="small")
+    ax.grid(alpha=0.3)
+    return ax
+
+
 def save_standard_plots(traj, out_dir, prefix=""):
-    """Write coordinates.png, residuals.png, energy.png and (with joints) reactions.png.
+    """Write coordinates.png, residuals.png, energy.png, and reactions.png (with
+    joint reactions) or contact_path.png (with rolling contacts) where they apply.
 
     Returns the list of paths written.
     """
@@ -110,6 +133,8 @@ def save_standard_plots(traj, out_dir, prefix=""):
     plots = [("coordinates", plot_coordinates), ("residuals", plot_residuals), ("energy", plot_energy)]
     if traj.lam is not None and traj.model is not None and traj.model.reaction_fns:
         plots.append(("reactions", plot_reactions))
+    if traj.model is not None and (traj.model.metadata or {}).get("contact_kinematics"):
+        plots.append(("contact_path", plot_contact_path))
     angles = [c for c in traj.coordinates if c.rsplit(".", 1)[-1] in _ANGLE_NAMES]
     others = [c for c in traj.coordinates if c not in angles]
     for name, fn in plots:

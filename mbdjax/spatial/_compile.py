@@ -189,6 +189,8 @@ def compile_mechanism(mech, validate_at=None):
                    for b, s in slots.items()},
         "joints": {j.name: {"kind": j.kind, "body_i": j.body_i, "body_j": j.body_j} for j in mech._joints},
         "contacts": {c.name: {"kind": c.kind, "body": c.body} for c in mech._contacts},
+        # fn(q, qd, p) -> (contact point (3,), material contact-point velocity (3,))
+        "contact_kinematics": {c.name: _contact_fn(c, slots[c.body]) for c in mech._contacts},
         "elements": {e.name: {"kind": e.kind, "body_i": e.body_i, "body_j": e.body_j} for e in mech._elements},
     }
     return Model(
@@ -212,21 +214,28 @@ def compile_mechanism(mech, validate_at=None):
     )
 
 
-def body_poses(mech, model):
-    """`fn(q, qd=None) -> {body: Pose}` for a model built from `mech` (ground included)."""
+def body_poses(mech):
+    """`fn(q, qd=None) -> {body: Pose}` for models built from `mech` (ground included):
+    each body's `r`, `R`, and with `qd` its `v`, `w` (global) and `w_body`."""
     slots, _ = layout(mech)
     return _functions(mech, slots)[1]
 
 
-def contact_kinematics(mech, name):
-    """`fn(q, qd, p) -> (contact point (3,), contact velocity (3,))` of the contact `name`."""
-    spec = next((c for c in mech._contacts if c.name == name), None)
-    if spec is None:
-        raise ModelError(f"Mechanism: no contact named {name!r}; contacts are {[c.name for c in mech._contacts]}.")
-    slots, _ = layout(mech)
-
+def _contact_fn(spec, slot):
     def fn(q, qd, p):
-        P = pose(slots[spec.body], q, qd)
-        return ct.contact_point(spec.kind, P, p[name]), ct.contact_velocity(spec.kind, P, p[name])
+        P = pose(slot, q, qd)
+        return ct.contact_point(spec.kind, P, p[spec.name]), ct.contact_velocity(spec.kind, P, p[spec.name])
 
     return fn
+
+
+def contact_kinematics(model, name):
+    """`fn(q, qd, p) -> (contact point (3,), contact velocity (3,))` of the rolling
+    contact `name` of a model built by `spatial.Mechanism` (the velocity is that of
+    the body's material point at the contact: zero when rolling without slip)."""
+    table = (model.metadata or {}).get("contact_kinematics")
+    if table is None:
+        raise ModelError("contact_kinematics: the model was not built by mbdjax.spatial.Mechanism with contacts.")
+    if name not in table:
+        raise ModelError(f"contact_kinematics: no contact named {name!r}; contacts are {sorted(table)}.")
+    return table[name]
