@@ -227,13 +227,15 @@ def check(model, q, t=0.0, params=None, *, qd=None, rtol=1e-9, probes=3, probe_s
     else:
         reduced_min = np.inf
         mass_null = True
+    near = model.singular_coordinates(q, p)
     if not mass_null:
+        cause = ("; here the coordinates themselves are singular (below), which makes M degenerate"
+                 if near else ": some motion allowed by the constraints has no inertia; give the massless "
+                 "bodies mass or constrain them")
         problems.append(
             f"the mass matrix is not positive on the admissible velocities (smallest eigenvalue "
-            f"of NᵀMN = {reduced_min:.2e}): some motion allowed by the constraints has no "
-            "inertia; give the massless bodies mass or constrain them."
+            f"of NᵀMN = {reduced_min:.2e}){cause}."
         )
-    near = model.singular_coordinates(q, p)
     if near:
         problems.append(
             "the coordinates are singular here: " + ", ".join(f"{nm} (margin {v:.1e})" for nm, v in near)

@@ -182,13 +182,9 @@ def _simulate(model, formulation, stabilization, solver, adjoint, q0, qd0, p, t0
             drift_bad = ~(drift <= drift_tol)
         else:
             drift_bad = jnp.asarray(False)
-        if model.singularity_fn is not None:
-            margin = jnp.min(jax.vmap(model.singularity_fn)(q))
-            chart_bad = ~(margin >= model.singularity_tol)
-        else:
-            chart_bad = jnp.asarray(False)
+        chart_bad = jnp.asarray(run.singular)
         bad = (~ok) | (~finite) | drift_bad | chart_bad
-        index = jnp.where(chart_bad & finite, 5, jnp.where(max_steps_hit, 0, jnp.where(partitions_hit, 4, jnp.where(
+        index = jnp.where(chart_bad, 5, jnp.where(max_steps_hit, 0, jnp.where(partitions_hit, 4, jnp.where(
             ~ok, 1, jnp.where(~finite, 2, 3)))))
         q = eqx.branched_error_if(q, bad, index, _MESSAGES)
     return Trajectory(

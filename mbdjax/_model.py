@@ -74,11 +74,12 @@ class Model(eqx.Module):
         params: default parameter pytree (leaves converted to float arrays).
         reactions: optional `{joint: fn(q, lam, p) -> (force, torque)}` used by
             `Trajectory.reaction`; front ends provide it.
-        singularity: optional `fn(q) -> (k,)` margins, zero where the coordinates
-            themselves are singular (3-1-3 Euler angles at sin θ = 0: the rates are
-            not determined there); `check` reports them and `simulate` refuses to
-            start, or stops with an error, where a margin is below `singularity_tol`
-            (default 1e-3). `singularity_names` label the margins and
+        singularity: optional `fn(q) -> (k,)` signed margins, zero (and changing
+            sign) where the coordinates themselves are singular (3-1-3 Euler angles:
+            sin θ, the rates are not determined at θ = 0, π); `check` reports them,
+            `simulate` refuses to start where a margin is below `singularity_tol`
+            (default 1e-3) in magnitude, and stops with an error at the first step
+            that comes that close or steps across a zero. `singularity_names` label the margins and
             `singularity_advice` says what to do instead (front ends set all three).
         validate_at: a configuration at which to evaluate every function once for
             shape and finiteness checks (default: a generic point).
@@ -311,7 +312,7 @@ class Model(eqx.Module):
         `singularity_tol` of `q` (concrete values; empty when none or no `singularity`)."""
         if self.singularity_fn is None:
             return []
-        margins = np.asarray(self.singularity_fn(jnp.asarray(q, dtype=float)))
+        margins = np.abs(np.asarray(self.singularity_fn(jnp.asarray(q, dtype=float))))
         return [(nm, float(v)) for nm, v in zip(self.singularity_names, margins) if not v >= self.singularity_tol]
 
     # ------------------------------------------------------------------ sizes

@@ -16,7 +16,7 @@ def _run(args, cwd):
     return proc.stdout
 
 
-@pytest.mark.parametrize("script", ["slider_crank.py", "four_bar.py", "double_pendulum.py"])
+@pytest.mark.parametrize("script", ["slider_crank.py", "four_bar.py", "double_pendulum.py", "spatial_tops.py"])
 def test_experiment_runs(script):
     out = _run([script], os.path.join(ROOT, "experiments"))
     assert "plot:" in out

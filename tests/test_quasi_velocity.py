@@ -51,3 +51,36 @@ def test_unknown_independent_name(pendulum):
     with pytest.raises(mbd.SimulationError, match="unknown coordinates"):
         mbd.simulate(pendulum, jnp.array([1.0, 0.0]), jnp.zeros(2), t1=0.1,
                      formulation=mbd.QuasiVelocity(independent=("z",)))
+
+
+# u defined as the user states it, u = x ẏ − y ẋ (the angular rate, affine in q̇).
+ANGULAR_RATE = mbd.QuasiVelocity(definition=lambda q, qd, t, p: jnp.stack([q[0] * qd[1] - q[1] * qd[0]]))
+
+
+def test_definition_of_u_gives_the_same_motion(pendulum):
+    # [B; Ψ] q̇ = [b; u] inverted along the motion: same motion as the augmented form
+    # (1e-8, as for the map above) and u is the angular rate.
+    q0, qd0 = jnp.array([1.0, 0.0]), jnp.zeros(2)
+    a = mbd.simulate(pendulum, q0, qd0, t1=2.0, saveat=21, **TIGHT)
+    b = mbd.simulate(pendulum, q0, qd0, t1=2.0, saveat=21, formulation=ANGULAR_RATE, **TIGHT)
+    np.testing.assert_allclose(b.q, a.q, atol=1e-8)
+    np.testing.assert_allclose(b.u[:, 0], b.q[:, 0] * b.qd[:, 1] - b.q[:, 1] * b.qd[:, 0], atol=1e-12)
+
+
+@pytest.mark.parametrize("definition, fragment", [
+    (lambda q, qd, t, p: jnp.stack([qd[0] * qd[1]]), "affine in qd"),
+    (lambda q, qd, t, p: qd, "must return \\(1,\\)"),
+    # the radial rate x ẋ + y ẏ is the constraint itself: [B; Ψ] is singular
+    (lambda q, qd, t, p: jnp.stack([q[0] * qd[0] + q[1] * qd[1]]), "do not determine"),
+])
+def test_bad_definitions_are_rejected(pendulum, definition, fragment):
+    with pytest.raises(mbd.SimulationError, match=fragment):
+        mbd.simulate(pendulum, jnp.array([1.0, 0.0]), jnp.zeros(2), t1=0.1,
+                     formulation=mbd.QuasiVelocity(definition=definition))
+
+
+def test_only_one_way_to_give_u():
+    with pytest.raises(ValueError, match="give one of"):
+        mbd.QuasiVelocity(definition=lambda q, qd, t, p: qd[:1], independent=("x",))
+    with pytest.raises(ValueError, match="offset"):
+        mbd.QuasiVelocity(offset=lambda q, t, p: q)

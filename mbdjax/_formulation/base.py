@@ -5,6 +5,7 @@ from __future__ import annotations
 import abc
 from typing import Any, ClassVar, NamedTuple
 
+import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -18,7 +19,9 @@ class Integrated(NamedTuple):
 
     `ts (T,)` and `ys (T, state)` at the output times, the diffrax `result` code, the
     step count, `aux` (per output time, passed to `outputs_from_state`; None if
-    unused) and `partitions` (the null-space formulation's partition log, else None).
+    unused), `partitions` (the null-space formulation's partition log, else None) and
+    `singular` (True when the run stopped because the coordinates reached a
+    singularity of the model's `singularity` margins).
     """
 
     ts: jax.Array
@@ -27,6 +30,30 @@ class Integrated(NamedTuple):
     num_steps: jax.Array
     aux: Any = None
     partitions: Any = None
+    singular: Any = False
+
+
+def singular_state(model, q):
+    """True where a coordinate-singularity margin of `model` at `q` is below its
+    tolerance in magnitude (False for models without margins)."""
+    if model.singularity_fn is None:
+        return jnp.asarray(False)
+    return ~(jnp.min(jnp.abs(model.singularity_fn(q))) >= model.singularity_tol)
+
+
+def singularity_event(model, n):
+    """A diffrax `Event` ending the solve at the first step whose state `y` (with
+    `q = y[:n]`) is at a coordinate singularity, or that stepped across one (a margin
+    changed sign within the step); None for models without margins."""
+    if model.singularity_fn is None:
+        return None
+    k = len(model.singularity_names)
+
+    def crossing(j):
+        return lambda t, y, args, **kwargs: model.singularity_fn(y[:n])[j]
+
+    return diffrax.Event([lambda t, y, args, **kwargs: singular_state(model, y[:n])]
+                         + [crossing(j) for j in range(k)])
 
 
 class AbstractFormulation(eqx.Module):
@@ -71,8 +98,13 @@ class AbstractFormulation(eqx.Module):
         def project(t, y, args):
             return self.project(model, t, y, args, stabilization)
 
-        sol = solve(vector_field, project if stabilization.projects else None, settings, t0, t1, y0, p, ts)
-        return Integrated(sol.ts, sol.ys, sol.result, sol.stats["num_steps"])
+        # The coordinates' own singularities (3-1-3 Euler angles at sin θ = 0) are
+        # watched at every step, not only at the output times.
+        event = singularity_event(model, model.n)
+        sol = solve(vector_field, project if stabilization.projects else None, settings, t0, t1, y0, p, ts,
+                    event=event)
+        singular = (sol.result == diffrax.RESULTS.event_occurred) if event is not None else False
+        return Integrated(sol.ts, sol.ys, sol.result, sol.stats["num_steps"], singular=singular)
 
     def outputs_from_state(self, model, y, t, p, stabilization, aux=None):
         """`(q, qd, qdd, lam, extra)` at one output time; `extra` is None or the

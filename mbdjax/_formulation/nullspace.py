@@ -31,7 +31,7 @@ from .. import _dynamics as dyn
 from .. import _kinematics as kin
 from .._solve import solve
 from .._tracing import is_concrete
-from .base import AbstractFormulation, Integrated
+from .base import AbstractFormulation, Integrated, singularity_event
 from .partition import (check_names, check_partition, complete_partition, order_dependent, partition_basis,
                         partition_condition, pivoted_dependent, select_partition)
 
@@ -238,13 +238,18 @@ class NullSpace(AbstractFormulation):
             p_, perm, kappa0 = args
             return partition_condition(model, y[:n], t, p_, perm) > growth * kappa0
 
-        event = diffrax.Event(degraded)
+        # A coordinate singularity (reached or stepped across) also ends a piece; the
+        # run then stops.
+        chart = singularity_event(model, n)
+        event = diffrax.Event([degraded] + (list(chart.cond_fn) if chart is not None else []))
+        crossed = (lambda sol: jnp.any(jnp.stack(sol.event_mask[1:]))) if chart is not None else (
+            lambda sol: jnp.asarray(False))
         perm0 = self._first_partition(model, y0[:n], t0, p)
         y0 = project(t0, y0, (p, perm0, None))
         T = ts.shape[0]
 
         def piece(carry, _):
-            t_start, y_start, perm, done, result, steps, ys, perms = carry
+            t_start, y_start, perm, done, result, steps, ys, perms, singular = carry
             kappa0 = partition_condition(model, y_start[:n], t_start, p, perm)
             sol = solve(vector_field, project, settings, t_start, t1, y_start, (p, perm, kappa0),
                         jnp.clip(ts, t_start, t1), event=event, save_final=True)
@@ -252,7 +257,9 @@ class NullSpace(AbstractFormulation):
             covered = (~done) & (ts >= t_start) & (ts <= t_end) & jnp.all(jnp.isfinite(ys_piece), axis=1)
             ys = jnp.where(covered[:, None], ys_piece, ys)
             perms = jnp.where(covered[:, None], perm[None, :], perms)
-            switched = sol.result == diffrax.RESULTS.event_occurred
+            stopped = sol.result == diffrax.RESULTS.event_occurred
+            hit_singular = stopped & crossed(sol) & ~done
+            switched = stopped & ~hit_singular
             log = (jnp.where(done, jnp.inf, t_start), perm[m:])
             y_next = jnp.where(done | ~jnp.all(jnp.isfinite(y_end)), y_start, y_end)
             t_next = jnp.where(done, t_start, jnp.where(switched, t_end, t1))
@@ -260,12 +267,13 @@ class NullSpace(AbstractFormulation):
             result = diffrax.RESULTS.where(done, result, sol.result)
             steps = steps + jnp.where(done, 0, sol.stats["num_steps"])
             done = done | ~switched
-            return (t_next, y_next, perm_next, done, result, steps, ys, perms), log
+            return (t_next, y_next, perm_next, done, result, steps, ys, perms, singular | hit_singular), log
 
         ok = diffrax.RESULTS.successful
         init = (t0, y0, perm0, jnp.asarray(False), diffrax.RESULTS.where(jnp.asarray(True), ok, ok),
                 jnp.asarray(0), jnp.broadcast_to(y0, (T, y0.shape[0])),
-                jnp.broadcast_to(perm0, (T, n)))
+                jnp.broadcast_to(perm0, (T, n)), jnp.asarray(False))
         carry, (log_t, log_ind) = jax.lax.scan(piece, init, None, length=int(self.max_partitions))
-        _, _, _, _, result, steps, ys, perms = carry
-        return Integrated(ts, ys, result, steps, aux=perms, partitions={"t": log_t, "independent": log_ind})
+        _, _, _, _, result, steps, ys, perms, singular = carry
+        return Integrated(ts, ys, result, steps, aux=perms, partitions={"t": log_t, "independent": log_ind},
+                          singular=singular)

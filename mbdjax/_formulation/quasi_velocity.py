@@ -187,12 +187,18 @@ class QuasiVelocity(AbstractFormulation):
         return model.n + f
 
     # ------------------------------------------------------------------ dynamics
-    def _rates(self, model, q, u, t, p):
-        # One evaluation of the map: linearize it, then take the tangent along (q̇, 1).
+    def _kinematics(self, model, q, u, t, p):
+        """`(W, q̇, a₀)`: the map, the rates, and `a₀ = Ẇ u + ẇ₀` (the acceleration at
+        `u̇ = 0`), from one evaluation of the map: linearize it, then take the tangent
+        along `(q̇, 1)`."""
         (W, w0), tangent = jax.linearize(lambda x, s: self.map(model, x, s, p), q, t)
         qd = W @ u + w0
         dW, dw0 = tangent(qd, jnp.ones_like(t))
-        acc0 = dW @ u + dw0
+        return W, qd, dW @ u + dw0
+
+    def _rates(self, model, q, u, t, p):
+        """`(q̇, u̇, q̈)` from the generalized-coordinate form of the equations."""
+        W, qd, acc0 = self._kinematics(model, q, u, t, p)
         M = dyn.mass_matrix(model, q, qd, t, p)
         Q = dyn.forcing(model, q, qd, t, p)
         ud = jnp.linalg.solve(W.T @ M @ W, W.T @ (Q - M @ acc0))

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 
 from .._initial import initial_conditions
 from .._formulation.quasi_velocity import QuasiVelocity
-from ..spatial import Mechanism, body_poses
+from ..spatial import Greenwood, Mechanism, body_poses
 from ._example import Example
 
 G = 9.81
@@ -150,8 +150,11 @@ def rolling_hemisphere(theta0=0.3, spin=25.0) -> Example:
 
 
 # ------------------------------------------------------------------ quasi-velocities
-def quasi_velocities(example) -> QuasiVelocity:
-    """Greenwood's quasi-velocities for the spatial examples, as a `QuasiVelocity`.
+def quasi_velocities(example, body_level=True):
+    """Greenwood's quasi-velocities for the spatial examples: a `spatial.Greenwood`
+    formulation (his body-level general dynamical equation, γ and β by autodiff), or
+    with `body_level=False` the same `u` in `QuasiVelocity(definition=...)`
+    (generalized-coordinate form `Wᵀ M W u̇ = …`).
 
     - top (4.5): `u = (φ̇, θ̇, Ω)`, Ω the body's spin `ω'_z` about its symmetry axis;
     - rolling disk (4.6): `u = (θ̇, φ̇ sin θ, Ω)`, the angular velocity of the disk in the
@@ -174,4 +177,4 @@ def quasi_velocities(example) -> QuasiVelocity:
             return poses(q, qd)[body].w_body
     else:
         raise ValueError(f"quasi_velocities: no Greenwood choice for example {example.name!r}.")
-    return QuasiVelocity(definition=definition)
+    return Greenwood(mech, definition) if body_level else QuasiVelocity(definition=definition)

@@ -159,15 +159,16 @@ def _check_user_functions(mech, params, q):
 
 
 def euler_singularity(slots):
-    """`margin(q) -> (k,)`: `|sin θ|` of every Euler-angle body (0 at the 3-1-3
-    singularity θ = 0 or π, where the angle rates are not determined by ω), or None."""
+    """`margin(q) -> (k,)`: `sin θ` of every Euler-angle body (0, changing sign, at
+    the 3-1-3 singularity θ = 0 or π, where the angle rates are not determined by ω),
+    or None."""
     thetas = [s.start + 4 for s in slots.values() if s.orientation == "euler313"]
     if not thetas:
         return None, ()
     idx = np.array(thetas)
 
     def margin(q):
-        return jnp.abs(jnp.sin(q[idx]))
+        return jnp.sin(q[idx])
 
     return margin, tuple(f"{s.name}.theta" for s in slots.values() if s.orientation == "euler313")
 
