@@ -241,7 +241,9 @@ def check(model, q, t=0.0, params=None, *, qd=None, rtol=1e-9, probes=3, probe_s
             "the coordinates are singular here: " + ", ".join(f"{nm} (margin {v:.1e})" for nm, v in near)
             + (f"; {model.singularity_advice}" if model.singularity_advice else "")
         )
-    ok = rank == m and mass_null and not near
+    structural = tuple((model.metadata or {}).get("structure_problems", ()))
+    problems.extend(structural)
+    ok = rank == m and mass_null and not near and not structural
     return CheckReport(
         n=n, m=m, m_h=model.m_h, m_n=model.m_n, rank=rank, dof=n - rank,
         sigma_min=sigma_min, sigma_max=sigma_max, condition=float(condition),

@@ -18,6 +18,9 @@ from ._errors import MbdjaxError
 from ._tracing import is_concrete
 
 _FORMAT = "mbdjax-trajectory/1"
+# network elements whose efforts are junction or constraint multipliers
+_NEEDS_MULTIPLIERS = ("flow_source", "lever", "gear", "transformer", "piston_transformer", "rack_pinion",
+                      "hydraulic_piston")
 
 
 def flatten_params(params) -> dict[str, Any]:
@@ -258,6 +261,92 @@ class Trajectory(eqx.Module):
                 f"Trajectory.reaction: no joint named {joint!r} with reactions; available: {sorted(fns)}."
             )
         return self._map(lambda q, lam: fns[joint](q, lam, self.params), self.q, self.lam)
+
+    # ------------------------------------------------------------ networks
+    def _network(self, what):
+        model = self._need_model(what)
+        table = (model.metadata or {}).get("network")
+        if table is None:
+            raise MbdjaxError(f"Trajectory.{what}: the model has no network (build one with mbdjax.network.Network).")
+        return model, table
+
+    def _ports(self, name, what):
+        model, table = self._network(what)
+        if name not in table["ports"]:
+            raise MbdjaxError(f"Trajectory.{what}: no network element named {name!r}; elements are "
+                              f"{sorted(table['ports'])}.")
+        fn = table["ports"][name]
+        needs_lam = table["elements"][name]["kind"] in _NEEDS_MULTIPLIERS
+        if needs_lam and self.lam is None:
+            raise MbdjaxError(
+                f"Trajectory.{what}: the effort of {name!r} is carried by a multiplier; simulate with "
+                "formulation='augmented' or mbdjax.NullSpace(multipliers=True) / MultiplierFree(multipliers=True)."
+            )
+        lam = self.lam if self.lam is not None else jnp.zeros(self.t.shape + (0,))
+
+        def one(q, qd, qdd, lam_k, t):
+            mu = table["multipliers"](lam_k) if lam_k.shape[-1] else {}
+            return fn(q, qd, qdd, mu, t, self.params)
+
+        return jax.vmap(one)(self.q, self.qd, self.qdd, lam, self.t)
+
+    @_per_trajectory
+    def effort(self, name: str) -> jax.Array:
+        """Effort history of a network node or element (voltage, pressure, force,
+        torque): `(T,)`, or `(T, k)` for a `k`-port element (transformers,
+        transducers, DC motor).
+
+        A node's effort is its junction multiplier (electrical and fluid nodes; ground
+        is 0). An element's effort follows the passive sign convention: the drop
+        `e_a − e_b` in the direction of its flow, so that `effort · flow` is the power
+        it absorbs (negative for a source that delivers)."""
+        model, table = self._network("effort")
+        if name == "ground":
+            return jnp.zeros_like(self.t)
+        if name in table["nodes"]:
+            if name not in table["multipliers"](jnp.zeros((model.m,))):
+                raise MbdjaxError(
+                    f"Trajectory.effort: {name!r} is a {table['nodes'][name]} node: its force balance is "
+                    "part of the equations of motion, not a multiplier; read element efforts instead."
+                )
+            if self.lam is None:
+                raise MbdjaxError("Trajectory.effort: node efforts are multipliers; simulate with "
+                                  "formulation='augmented' or a formulation with multipliers=True.")
+            return table["multipliers"](self.lam)[name]
+        efforts, _ = self._ports(name, "effort")
+        return efforts[..., 0] if efforts.shape[-1] == 1 else efforts
+
+    @_per_trajectory
+    def flow(self, name: str) -> jax.Array:
+        """Flow history of a network element (current, volume flow, relative
+        velocity; `(T,)` or `(T, k)` per port) or of a translational/rotational node
+        (its velocity)."""
+        _, table = self._network("flow")
+        if name in table["node_rate"]:
+            return table["node_rate"][name](self.qd)
+        if name in table["nodes"]:
+            raise MbdjaxError(f"Trajectory.flow: {name!r} is a junction; read the flows of its elements.")
+        _, flows = self._ports(name, "flow")
+        return flows[..., 0] if flows.shape[-1] == 1 else flows
+
+    @_per_trajectory
+    def element_power(self, name: str) -> jax.Array:
+        """`(T,)` power absorbed by network element `name` (W), summed over its ports:
+        stores give the rate of their energy, resistors their dissipation (≥ 0),
+        sources minus what they deliver, ideal transformers and transducers zero."""
+        efforts, flows = self._ports(name, "element_power")
+        return jnp.sum(efforts * flows, axis=-1)
+
+    @_per_trajectory
+    def power_balance(self) -> dict:
+        """`{element: (T,) absorbed power}` for every network element, plus
+        `"residual"`: their sum, zero (to round-off) by Tellegen's theorem when the
+        network is not attached to a mechanism (then it is the power the network
+        passes to the mechanism, with the opposite sign)."""
+        _, table = self._network("power_balance")
+        out = {name: self.element_power(name) for name in table["ports"]}
+        out["residual"] = sum(out.values())
+        return out
 
     # ------------------------------------------------------------ persistence
     def save(self, path, *, overwrite: bool = False) -> str:

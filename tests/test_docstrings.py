@@ -4,6 +4,7 @@ import doctest
 import importlib
 import pkgutil
 
+import jax.numpy as jnp
 import pytest
 
 import mbdjax
@@ -29,3 +30,8 @@ def test_readme_quick_start_runs():
     namespace = {}
     exec(compile(code, "README.md", "exec"), namespace)
     assert namespace["traj"].q.shape == (200, 6) and namespace["force"].shape == (200, 2)
+    # The spatial snippet continues in the same namespace (it uses jnp and mbd).
+    spatial = re.search(r"### Spatial bodies and rolling\n\n```python\n(.*?)```", readme, re.S).group(1)
+    exec(compile(spatial, "README.md", "exec"), namespace)
+    assert float(jnp.max(jnp.abs(namespace["slip"]))) < 1e-9
+    assert float(jnp.max(jnp.abs(namespace["traj"].position_residual()))) < 1e-12

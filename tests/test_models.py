@@ -38,6 +38,7 @@ def test_get_unknown_name_lists_the_examples():
 
 GENERIC_MODELS = ("elliptic-pendulum", "rolling-disk-generic")
 SPATIAL_MODELS = ("top", "rolling-disk", "rolling-hemisphere")
+NETWORK_MODELS = ("rlc", "dc-motor-crank")
 
 
 def test_every_example_starts_consistent(examples):
@@ -47,6 +48,8 @@ def test_every_example_starts_consistent(examples):
         assert isinstance(ex, models.Example) and ex.name == name
         if name in SPATIAL_MODELS:
             assert m.metadata["front_end"] == "spatial"
+        elif name in NETWORK_MODELS:
+            assert m.metadata["front_end"].endswith("network")
         elif ex.mechanism is not None:  # planar front end; generic Models carry no mechanism
             assert isinstance(ex.mechanism, Mechanism) and m.metadata["front_end"] == "planar"
         else:

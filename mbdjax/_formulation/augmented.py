@@ -50,7 +50,9 @@ class Augmented(AbstractFormulation):
             return self
         diag = dyn.mass_diagonal(model, p)
         if not is_concrete(diag):
-            return Augmented(schur=True)
+            # Traced parameters (grad, vmap): decide from the model's own values, so a
+            # structurally massless entry (a network's source edge) keeps the dense solve.
+            diag = dyn.mass_diagonal(model, model.params)
         return Augmented(schur=bool(jnp.all(diag > 0)))
 
     def check_params(self, model, p, x):

@@ -2,7 +2,8 @@
 experiments, the tests and the benchmark.
 
 Every function returns an `Example` (model, consistent initial state, end time, and
-the planar or spatial `Mechanism` it was built from, None for generic Models). `EXAMPLES` maps the CLI names to
+the planar or spatial `Mechanism` or the `Network` it was built from, None for
+generic Models). `EXAMPLES` maps the CLI names to
 zero-argument constructors; `get(name)` builds one.
 
     >>> from mbdjax import models
@@ -19,6 +20,7 @@ from ._elliptic import elliptic_pendulum as elliptic_pendulum
 from ._four_bar import four_bar as four_bar, massless_link_four_bar as massless_link_four_bar
 from ._four_bar import parallelogram_redundant as parallelogram_redundant
 from ._rolling_disk import rolling_disk as rolling_disk
+from ._networks import dc_motor_crank as dc_motor_crank, rlc as rlc
 from ._spatial import disk as disk, heavy_top as heavy_top, quasi_velocities as quasi_velocities
 from ._spatial import rolling_hemisphere as rolling_hemisphere
 from ._pendulums import double_pendulum as double_pendulum, pendulum_chain as pendulum_chain
@@ -35,6 +37,8 @@ EXAMPLES = {
     "top": heavy_top,
     "rolling-disk": disk,
     "rolling-hemisphere": rolling_hemisphere,
+    "rlc": rlc,
+    "dc-motor-crank": dc_motor_crank,
     "massless-four-bar": massless_link_four_bar,
     "parallelogram-redundant": parallelogram_redundant,
     "slider-crank-dead-centre": slider_crank_dead_centre,
@@ -55,7 +59,7 @@ def get(name: str) -> Example:
 
 
 __all__ = [
-    "EXAMPLES", "Example", "disk", "double_pendulum", "elliptic_pendulum", "four_bar", "get", "heavy_top",
-    "massless_link_four_bar", "parallelogram_redundant", "pendulum_chain", "quasi_velocities", "rolling_disk",
+    "EXAMPLES", "Example", "dc_motor_crank", "disk", "double_pendulum", "elliptic_pendulum", "four_bar", "get", "heavy_top",
+    "massless_link_four_bar", "parallelogram_redundant", "pendulum_chain", "quasi_velocities", "rlc", "rolling_disk",
     "rolling_hemisphere", "slider_crank", "slider_crank_dead_centre",
 ]

@@ -21,6 +21,7 @@ import jax.numpy as jnp
 from .._initial import initial_conditions
 from .._formulation.quasi_velocity import QuasiVelocity
 from ..spatial import Greenwood, Mechanism, body_poses
+from ..spatial import _rotations as rot
 from ._example import Example
 
 G = 9.81
@@ -47,25 +48,36 @@ def top_precession_rate(theta, spin, mass=TOP["mass"], A=TOP["A"], C=TOP["C"], l
     return (-b - math.sqrt(disc)) / (2 * a)
 
 
-def heavy_top(theta0=0.5, spin=60.0, precession=None, nutation_rate=0.0) -> Example:
+def heavy_top(theta0=0.5, spin=60.0, precession=None, nutation_rate=0.0, orientation="euler313") -> Example:
     """Heavy symmetric top with its tip fixed at the origin (Greenwood example 4.5).
 
     m = 0.5 kg, centre of mass l = 0.05 m from the tip along the symmetry axis,
     moments about the centre of mass A = 1.2e-3 (transverse) and C = 2.0e-3 kg·m²
-    (axial), g = 9.81. Body "top" (3-1-3 Euler angles), spherical joint "tip" to
-    ground. Starts at nutation θ0 with spin Ω about the axis; the precession rate
+    (axial), g = 9.81. Body "top" (3-1-3 Euler angles, or Euler parameters with
+    `orientation="quaternion"`: the same motion), spherical joint "tip" to ground.
+    Starts at φ = ψ = 0, nutation θ0, spin Ω about the axis; the precession rate
     defaults to the steady value `top_precession_rate(θ0, Ω)`. t1 = 5 s.
     """
     mech = Mechanism(gravity=(0.0, 0.0, -G))
-    mech.body("top", mass=TOP["mass"], inertia=(TOP["A"], TOP["A"], TOP["C"]))
+    mech.body("top", mass=TOP["mass"], inertia=(TOP["A"], TOP["A"], TOP["C"]), orientation=orientation)
     mech.spherical("tip", "ground", (0.0, 0.0, 0.0), "top", (0.0, 0.0, -TOP["l"]))
     model = mech.build()
     phid = top_precession_rate(theta0, spin) if precession is None else precession
     psid = spin - phid * math.cos(theta0)
-    axis = (0.0, -math.sin(theta0), math.cos(theta0))  # body z at φ = 0
-    guess = jnp.array([TOP["l"] * axis[0], TOP["l"] * axis[1], TOP["l"] * axis[2], 0.0, theta0, 0.0])
-    q0, qd0 = initial_conditions(model, guess, fix_q={"top.phi": 0.0, "top.theta": theta0, "top.psi": 0.0},
-                                 fix_qd={"top.phi": phid, "top.theta": nutation_rate, "top.psi": psid})
+    angles, rates = jnp.array([0.0, theta0, 0.0]), jnp.array([phid, nutation_rate, psid])
+    centre = TOP["l"] * jnp.array([0.0, -math.sin(theta0), math.cos(theta0)])  # body z at φ = 0
+    if orientation == "quaternion":
+        e = rot.quaternion_from_euler313(angles)
+        ed = rot.quaternion_rates(e, rot.euler313_rate_matrix(angles) @ rates)
+        names = ("top.e1", "top.e2", "top.e3")
+        fix_q = {n: float(v) for n, v in zip(names, e[1:])}
+        fix_qd = {n: float(v) for n, v in zip(names, ed[1:])}
+        guess = jnp.concatenate([centre, e])
+    else:
+        fix_q = {"top.phi": 0.0, "top.theta": theta0, "top.psi": 0.0}
+        fix_qd = {"top.phi": phid, "top.theta": nutation_rate, "top.psi": psid}
+        guess = jnp.concatenate([centre, angles])
+    q0, qd0 = initial_conditions(model, guess, fix_q=fix_q, fix_qd=fix_qd)
     return Example("top", "Heavy symmetric top on a fixed point (Greenwood 4.5), 3-1-3 Euler angles, "
                    f"θ0 = {theta0:g} rad, spin {spin:g} rad/s.", model, q0, qd0, 5.0, mech)
 

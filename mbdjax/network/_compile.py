@@ -1,0 +1,394 @@
+"""Compile a validated Network (optionally coupled to a mechanism Model) into a Model.
+
+Layout of `q`: the mechanism's coordinates (if any), then one displacement per
+unattached translational/rotational node, then one flow coordinate per electrical or
+fluid edge (elements, source edges, transformer and piston windings, motor
+armatures). Every network inertia is a constant diagonal entry (`½ d f²`), so the
+network alone has `mass_diagonal`; coupled to a mechanism the inertia takes the
+mechanism's form (diagonal, matrix or kinetic energy) extended by the network's
+diagonal. Flow constraints (junction laws, transformers, transducers, flow sources)
+are nonholonomic rows, affine in q̇ with constant coefficients (except flow sources'
+`f(t)`), so the node efforts are multipliers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+import jax.numpy as jnp
+import numpy as np
+
+from .._model import Model
+from ._laws import integral_of
+from ._structure import structure_problems
+from ._network import DOMAINS, GROUND
+
+_SUFFIX = {"electrical": "q", "fluid": "V"}
+
+
+@dataclasses.dataclass
+class _Layout:
+    n_mech: int
+    coordinates: list
+    node_index: dict      # mechanical node -> coordinate index
+    edge_index: dict      # coordinate name -> index
+    edges: list           # (index, from, to) for the junction laws
+    inertia: list         # (index, params key path) diagonal entries
+
+
+def _edge_domain(net, element):
+    for t in element.terminals:
+        if t != GROUND and t in net._nodes:
+            return net._nodes[t]
+    return None
+
+
+def _layout(net, mechanism, attach):
+    coords = list(mechanism.coordinates) if mechanism is not None else []
+    n_mech = len(coords)
+    node_index = {}
+    for node, domain in net._nodes.items():
+        if DOMAINS[domain][3] != "node":
+            continue
+        if node in attach:
+            node_index[node] = mechanism.index(attach[node])
+        else:
+            node_index[node] = len(coords)
+            coords.append(f"{node}.{DOMAINS[domain][2]}")
+    edge_index, edges = {}, []
+
+    def add_edge(label, frm, to):
+        edge_index[label] = len(coords)
+        coords.append(label)
+        edges.append((edge_index[label], frm, to))
+
+    for e in net._elements:
+        k, t = e.kind, e.terminals
+        if k in ("inductor", "capacitor", "resistor", "inertance", "fluid_capacitor", "fluid_resistor"):
+            add_edge(f"{e.name}.{_SUFFIX[_edge_domain(net, e)]}", t[0], t[1])
+        elif k in ("effort_source", "flow_source") and _edge_domain(net, e) in _SUFFIX:
+            frm, to = (t[1], t[0]) if k == "effort_source" else (t[0], t[1])
+            add_edge(f"{e.name}.{_SUFFIX[_edge_domain(net, e)]}", frm, to)
+        elif k == "transformer":
+            add_edge(f"{e.name}.q1", t[0], t[1])
+            add_edge(f"{e.name}.q2", t[2], t[3])
+        elif k == "piston_transformer":
+            add_edge(f"{e.name}.V1", t[0], t[1])
+            add_edge(f"{e.name}.V2", t[2], t[3])
+        elif k == "hydraulic_piston":
+            add_edge(f"{e.name}.V", t[0], t[1])
+        elif k == "dc_motor":
+            add_edge(f"{e.name}.q", t[0], t[1])
+    inertia = []
+    for e in net._elements:
+        if e.kind == "mass":
+            inertia.append((node_index[e.terminals[0]], (e.name, "m")))
+        elif e.kind == "inertia":
+            inertia.append((node_index[e.terminals[0]], (e.name, "J")))
+        elif e.kind == "inductor":
+            inertia.append((edge_index[f"{e.name}.q"], (e.name, "L")))
+        elif e.kind == "inertance":
+            inertia.append((edge_index[f"{e.name}.V"], (e.name, "I")))
+        elif e.kind == "dc_motor":
+            inertia.append((edge_index[f"{e.name}.q"], (e.name, "L")))
+    return _Layout(n_mech, coords, node_index, edge_index, edges, inertia)
+
+
+class _Parts:
+    """Per-element energies, forces, flow rows and effort/flow/power accessors."""
+
+    def __init__(self, net, lay):
+        self.net, self.lay = net, lay
+
+    # --------------------------------------------------------------- reading q
+    def disp(self, x, node):
+        return jnp.zeros((), x.dtype) if node == GROUND else x[self.lay.node_index[node]]
+
+    def edge(self, x, e, suffix=None):
+        if suffix is None:
+            suffix = _SUFFIX[_edge_domain(self.net, e)]
+        return x[self.lay.edge_index[f"{e.name}.{suffix}"]]
+
+    def rel(self, x, e):
+        a, b = e.terminals[:2]
+        return self.disp(x, a) - self.disp(x, b)
+
+    # --------------------------------------------------------------- energies
+    def potential(self, q, t, p):
+        V = jnp.zeros((), q.dtype)
+        for e in self.net._elements:
+            if e.kind in ("spring", "torsion_spring"):
+                x = self.rel(q, e)
+                V = V + (integral_of(e.fn)(x, p) if e.fn else 0.5 * p[e.name]["k"] * x * x)
+            elif e.kind in ("capacitor", "fluid_capacitor"):
+                x = self.edge(q, e)
+                V = V + (integral_of(e.fn)(x, p) if e.fn else 0.5 * x * x / p[e.name]["C"])
+        return V
+
+    def dissipation(self, q, qd, t, p):
+        D = jnp.zeros((), q.dtype)
+        for e in self.net._elements:
+            if e.kind in ("damper", "rotational_damper"):
+                v = self.rel(qd, e)
+                D = D + (integral_of(e.fn)(v, p) if e.fn else 0.5 * p[e.name]["c"] * v * v)
+            elif e.kind in ("resistor", "fluid_resistor"):
+                f = self.edge(qd, e)
+                D = D + (integral_of(e.fn)(f, p) if e.fn else 0.5 * p[e.name]["R"] * f * f)
+            elif e.kind == "dc_motor":
+                f = self.edge(qd, e)
+                D = D + 0.5 * p[e.name]["R"] * f * f
+        return D
+
+    def forces(self, q, qd, t, p):
+        Q = jnp.zeros_like(q)
+        for e in self.net._elements:
+            if e.kind == "effort_source":
+                value = jnp.asarray(e.fn(t, p), dtype=float).reshape(())
+                if _edge_domain(self.net, e) in _SUFFIX:
+                    Q = Q.at[self.lay.edge_index[f"{e.name}.{_SUFFIX[_edge_domain(self.net, e)]}"]].add(value)
+                else:
+                    a, b = e.terminals
+                    if a != GROUND:
+                        Q = Q.at[self.lay.node_index[a]].add(value)
+                    if b != GROUND:
+                        Q = Q.at[self.lay.node_index[b]].add(-value)
+            elif e.kind == "dc_motor":
+                K = p[e.name]["K"]
+                i = self.lay.edge_index[f"{e.name}.q"]
+                shaft = e.terminals[2]
+                Q = Q.at[i].add(-K * self.disp(qd, shaft))          # back-emf
+                if shaft != GROUND:
+                    Q = Q.at[self.lay.node_index[shaft]].add(K * qd[i])  # torque
+        return Q
+
+    # ------------------------------------------------------------- flow rows
+    def rows(self):
+        """`[(row name, element or node, fn(q, qd, t, p) -> ())]` in order: junction
+        laws of the edge-domain nodes, then constraint elements and flow sources."""
+        out = []
+        for node, domain in self.net._nodes.items():
+            if DOMAINS[domain][3] != "edge":
+                continue
+            into = [i for i, _, to in self.lay.edges if to == node]
+            out_ = [i for i, frm, _ in self.lay.edges if frm == node]
+            if not into and not out_:
+                continue
+            fi, fo = np.array(into, dtype=int), np.array(out_, dtype=int)
+            out.append((node, node, lambda q, qd, t, p, fi=fi, fo=fo: jnp.sum(qd[fi]) - jnp.sum(qd[fo])))
+        for e in self.net._elements:
+            fn = self._row(e)
+            if fn is not None:
+                out.append((e.name, e, fn))
+        return out
+
+    def _row(self, e):
+        k, t, nm = e.kind, e.terminals, e.name
+        if k == "lever":
+            return lambda q, qd, tt, p: (p[nm]["arm_b"] * self.disp(qd, t[0]) + p[nm]["arm_a"] * self.disp(qd, t[1]))
+        if k == "gear":
+            return lambda q, qd, tt, p: p[nm]["r_a"] * self.disp(qd, t[0]) + p[nm]["r_b"] * self.disp(qd, t[1])
+        if k == "transformer":
+            return lambda q, qd, tt, p: (p[nm]["N1"] * self.edge(qd, e, "q1") + p[nm]["N2"] * self.edge(qd, e, "q2"))
+        if k == "piston_transformer":
+            return lambda q, qd, tt, p: self.edge(qd, e, "V1") / p[nm]["A1"] + self.edge(qd, e, "V2") / p[nm]["A2"]
+        if k == "rack_pinion":
+            return lambda q, qd, tt, p: self.disp(qd, t[1]) - p[nm]["r"] * self.disp(qd, t[0])
+        if k == "hydraulic_piston":
+            return lambda q, qd, tt, p: self.edge(qd, e, "V") - p[nm]["A"] * self.disp(qd, t[2])
+        if k == "flow_source":
+            def row(q, qd, tt, p):
+                f = jnp.asarray(e.fn(tt, p), dtype=float).reshape(())
+                flow = self.edge(qd, e) if _edge_domain(self.net, e) in _SUFFIX else self.rel(qd, e)
+                return flow - f
+            return row
+        return None
+
+    # --------------------------------------------------- efforts, flows, powers
+    def ports(self, e):
+        """`fn(q, qd, qdd, lam_rows, t, p) -> (efforts (k,), flows (k,))` of element `e`,
+        passive sign convention (power absorbed = Σ effort · flow)."""
+        k, t, nm = e.kind, e.terminals, e.name
+        edge_domain = _edge_domain(self.net, e) in _SUFFIX
+
+        def one(effort, flow):
+            return jnp.stack([effort]), jnp.stack([flow])
+
+        if k in ("mass", "inertia"):
+            key = "m" if k == "mass" else "J"
+            return lambda q, qd, qdd, mu, tt, p: one(p[nm][key] * self.disp(qdd, t[0]), self.disp(qd, t[0]))
+        if k in ("spring", "torsion_spring"):
+            return lambda q, qd, qdd, mu, tt, p: one(
+                e.fn(self.rel(q, e), p) if e.fn else p[nm]["k"] * self.rel(q, e), self.rel(qd, e))
+        if k in ("damper", "rotational_damper"):
+            return lambda q, qd, qdd, mu, tt, p: one(
+                e.fn(self.rel(qd, e), p) if e.fn else p[nm]["c"] * self.rel(qd, e), self.rel(qd, e))
+        if k in ("inductor", "inertance"):
+            key = "L" if k == "inductor" else "I"
+            return lambda q, qd, qdd, mu, tt, p: one(p[nm][key] * self.edge(qdd, e), self.edge(qd, e))
+        if k in ("capacitor", "fluid_capacitor"):
+            return lambda q, qd, qdd, mu, tt, p: one(
+                e.fn(self.edge(q, e), p) if e.fn else self.edge(q, e) / p[nm]["C"], self.edge(qd, e))
+        if k in ("resistor", "fluid_resistor"):
+            return lambda q, qd, qdd, mu, tt, p: one(
+                e.fn(self.edge(qd, e), p) if e.fn else p[nm]["R"] * self.edge(qd, e), self.edge(qd, e))
+        if k == "effort_source":
+            if edge_domain:  # coordinate counts b -> a (out of the + terminal)
+                return lambda q, qd, qdd, mu, tt, p: one(jnp.asarray(e.fn(tt, p), dtype=float).reshape(()),
+                                                         -self.edge(qd, e))
+            return lambda q, qd, qdd, mu, tt, p: one(-jnp.asarray(e.fn(tt, p), dtype=float).reshape(()),
+                                                     self.rel(qd, e))
+        if k == "flow_source":
+            flow = (lambda qd: self.edge(qd, e)) if edge_domain else (lambda qd: self.rel(qd, e))
+            return lambda q, qd, qdd, mu, tt, p: one(mu[nm], flow(qd))
+        if k == "dc_motor":
+            def motor(q, qd, qdd, mu, tt, p):
+                i, w = self.edge(qd, e, "q"), self.disp(qd, t[2])
+                v = p[nm]["R"] * i + p[nm]["L"] * self.edge(qdd, e, "q") + p[nm]["K"] * w
+                return jnp.stack([v, -p[nm]["K"] * i]), jnp.stack([i, w])
+            return motor
+        # flow-constraint elements: port k carries effort a_k μ and flow f_k
+        coefficient_flows = {
+            "lever": lambda qd, p: ((p[nm]["arm_b"], self.disp(qd, t[0])), (p[nm]["arm_a"], self.disp(qd, t[1]))),
+            "gear": lambda qd, p: ((p[nm]["r_a"], self.disp(qd, t[0])), (p[nm]["r_b"], self.disp(qd, t[1]))),
+            "transformer": lambda qd, p: ((p[nm]["N1"], self.edge(qd, e, "q1")), (p[nm]["N2"], self.edge(qd, e, "q2"))),
+            "piston_transformer": lambda qd, p: ((1 / p[nm]["A1"], self.edge(qd, e, "V1")),
+                                                 (1 / p[nm]["A2"], self.edge(qd, e, "V2"))),
+            "rack_pinion": lambda qd, p: ((-p[nm]["r"], self.disp(qd, t[0])), (1.0, self.disp(qd, t[1]))),
+            "hydraulic_piston": lambda qd, p: ((1.0, self.edge(qd, e, "V")), (-p[nm]["A"], self.disp(qd, t[2]))),
+        }[k]
+
+        def constraint_ports(q, qd, qdd, mu, tt, p):
+            pairs = coefficient_flows(qd, p)
+            return (jnp.stack([jnp.asarray(a) * mu[nm] for a, _ in pairs]),
+                    jnp.stack([f for _, f in pairs]))
+        return constraint_ports
+
+
+def default_params(net):
+    return {e.name: {k: jnp.asarray(v) for k, v in e.params.items()} for e in net._elements if e.params}
+
+
+def compile_network(net, mechanism, attach):
+    """`Model` of a validated network (see `Network.build`)."""
+    lay = _layout(net, mechanism, attach)
+    parts = _Parts(net, lay)
+    rows = parts.rows()
+    n, n_mech = len(lay.coordinates), lay.n_mech
+    diag_idx = np.array([i for i, _ in lay.inertia], dtype=int)
+    diag_keys = [key for _, key in lay.inertia]
+
+    def net_diagonal(p):
+        d = jnp.zeros((n,))
+        if diag_keys:
+            d = d.at[diag_idx].add(jnp.stack([p[a][b] for a, b in diag_keys]))
+        return d
+
+    def nonholonomic(q, qd, t, p):
+        own = jnp.stack([fn(q, qd, t, p) for _, _, fn in rows]) if rows else jnp.zeros((0,))
+        if mechanism is not None and mechanism.nonholonomic_fn is not None:
+            return jnp.concatenate([jnp.asarray(mechanism.nonholonomic_fn(q[:n_mech], qd[:n_mech], t, p)), own])
+        return own
+
+    params = default_params(net)
+    m_h = 0
+    kwargs = {}
+    if mechanism is None:
+        kwargs["mass_diagonal"] = net_diagonal
+        kwargs["potential"] = parts.potential
+        kwargs["dissipation"] = parts.dissipation
+        kwargs["forces"] = parts.forces
+        non_names = tuple(r for r, _, _ in rows)
+    else:
+        kwargs.update(_coupled(mechanism, parts, net_diagonal, n_mech))
+        params = {**mechanism.params, **params}
+        m_h = mechanism.m_h
+        non_names = tuple(mechanism.nonholonomic_names) + tuple(r for r, _, _ in rows)
+    m_n_mech = len(non_names) - len(rows)
+    row_of = {r: k for k, (r, _, _) in enumerate(rows)}
+
+    def multipliers(lam):
+        """`{row: multiplier}` of the network's own rows from the model's `lam`."""
+        start = m_h + m_n_mech
+        return {r: lam[..., start + k] for r, k in row_of.items()}
+
+    ports = {e.name: parts.ports(e) for e in net._elements}
+    owner = {}
+    for label, index in lay.edge_index.items():
+        owner[index] = label.rsplit(".", 1)[0]
+    metadata = {
+        "front_end": "network" if mechanism is None else f"{(mechanism.metadata or {}).get('front_end', 'model')}+network",
+        "network": {
+            "nodes": dict(net._nodes),
+            "node_domains": {**net._nodes, GROUND: None},
+            "elements": {e.name: {"kind": e.kind, "terminals": e.terminals} for e in net._elements},
+            "ports": ports,
+            "multipliers": multipliers,
+            "node_rate": {nd: (lambda qd, i=i: qd[..., i]) for nd, i in lay.node_index.items()},
+            "attached": dict(attach),
+        },
+        "structure_problems": tuple(structure_problems(net, lay.edges, owner)),
+    }
+    if mechanism is not None and mechanism.metadata:
+        metadata = {**mechanism.metadata, **metadata}
+    return Model(
+        tuple(lay.coordinates),
+        nonholonomic=nonholonomic if non_names else None,
+        nonholonomic_names=non_names or None,
+        params=params,
+        metadata=metadata,
+        **kwargs,
+    )
+
+
+def _coupled(mech, parts, net_diagonal, n_mech):
+    """Model arguments of the mechanism extended by the network."""
+    def split(x):
+        return x[:n_mech]
+
+    out = {}
+    kind = mech.inertia_kind
+    if kind == "mass_diagonal":
+        out["mass_diagonal"] = lambda p: net_diagonal(p).at[:n_mech].add(jnp.asarray(mech.mass_diagonal_fn(p)))
+    elif kind == "mass_matrix":
+        def M(q, t, p):
+            base = jnp.diag(net_diagonal(p))
+            return base.at[:n_mech, :n_mech].add(jnp.asarray(mech.mass_matrix_fn(split(q), t, p)))
+        out["mass_matrix"] = M
+    else:
+        out["kinetic_energy"] = lambda q, qd, t, p: (mech.kinetic_energy_fn(split(q), split(qd), t, p)
+                                                     + 0.5 * qd @ (net_diagonal(p) * qd))
+
+    def potential(q, t, p):
+        V = parts.potential(q, t, p)
+        return V + mech.potential_fn(split(q), t, p) if mech.potential_fn is not None else V
+
+    def dissipation(q, qd, t, p):
+        D = parts.dissipation(q, qd, t, p)
+        return D + mech.dissipation_fn(split(q), split(qd), t, p) if mech.dissipation_fn is not None else D
+
+    def forces(q, qd, t, p):
+        Q = parts.forces(q, qd, t, p)
+        if mech.forces_fn is not None:
+            Q = Q.at[:n_mech].add(jnp.asarray(mech.forces_fn(split(q), split(qd), t, p)))
+        return Q
+
+    out.update(potential=potential, dissipation=dissipation, forces=forces)
+    if mech.holonomic_fn is not None:
+        out["holonomic"] = lambda q, t, p: mech.holonomic_fn(split(q), t, p)
+        out["constraint_names"] = mech.constraint_names
+        if mech.holonomic_jacobian_fn is not None:
+            def jac(q, t, p):
+                J = jnp.asarray(mech.holonomic_jacobian_fn(split(q), t, p))
+                return jnp.concatenate([J, jnp.zeros((J.shape[0], q.shape[0] - n_mech), J.dtype)], axis=1)
+            out["holonomic_jacobian"] = jac
+    if mech.reaction_fns:
+        out["reactions"] = {j: (lambda q, lam, p, fn=fn: fn(split(q), lam, p)) for j, fn in mech.reaction_fns.items()}
+    if mech.singularity_fn is not None:
+        out["singularity"] = lambda q: mech.singularity_fn(split(q))
+        out["singularity_names"] = mech.singularity_names
+        out["singularity_advice"] = mech.singularity_advice
+    return out
+
+
+

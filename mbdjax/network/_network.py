@@ -1,0 +1,262 @@
+"""The `Network` builder: nodes and elements of four energy domains -> Model (Fabien ch. 1)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from .._builder import Builder
+from .._errors import ModelError
+
+GROUND = "ground"
+
+#: domain -> (effort, flow, displacement coordinate suffix, how nodes work)
+DOMAINS = {
+    "translational": ("force", "velocity", "x", "node"),
+    "rotational": ("torque", "angular velocity", "theta", "node"),
+    "electrical": ("voltage", "current", "q", "edge"),
+    "fluid": ("pressure", "volume flow", "V", "edge"),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Element:
+    """One network element: `kind`, its terminals `(a, b)` (or more, for two-port
+    elements), its numbers (`params[name]`) and an optional user law or source
+    function."""
+
+    name: str
+    kind: str
+    terminals: tuple
+    params: dict
+    fn: Callable | None = None
+
+
+class Network(Builder):
+    """Build a multi-domain network in Fabien's effort/flow representation.
+
+    Nodes belong to one domain: `"translational"`, `"rotational"`, `"electrical"` or
+    `"fluid"`. The built-in node `"ground"` is the reference of every domain
+    (electrical ground, the fixed frame, atmospheric pressure); its effort, or its
+    displacement, is zero.
+
+    How each domain becomes coordinates (all compile into one constrained Lagrangian
+    `Model`, THEORY §7):
+
+    - Electrical and fluid elements are edges from terminal `a` to terminal `b`, each
+      with its own flow coordinate, the charge `"<element>.q"` (C) or volume
+      `"<element>.V"` (m³) that has passed from a to b; the element's flow is its
+      rate (current, volume flow) and its effort is `e_a − e_b` (voltage, pressure
+      drop). Kirchhoff's current law / continuity at every other node is a flow
+      constraint row named after the node, and its multiplier is the node's effort
+      (voltage, pressure).
+    - Translational and rotational nodes are points and shafts: each gets a
+      displacement coordinate `"<node>.x"` (m) or `"<node>.theta"` (rad), and
+      elements act between two nodes (a spring's deformation is `x_a − x_b`) or, for
+      masses and inertias, between a node and the fixed frame. The force (torque)
+      balance at a node comes out of Lagrange's equations.
+
+    Flow stores (mass, inertia, inductor, inertance) give the co-energy T*, effort
+    stores (spring, capacitor) the potential V, resistors and dampers the content D;
+    transformers and transducers are ideal flow constraints whose multipliers carry
+    their effort relation; effort sources are generalized forces, flow sources
+    driving flow constraints. Nonlinear laws are JAX functions `law(x, p)` (effort
+    of a deformation or charge) or `law(f, p)` (effort of a flow), entered through
+    their energy or content.
+
+    Parameters are named after the elements (`params["R1"]["R"]`,
+    `params["motor"]["K"]`, …). Names share one namespace and may not contain ".";
+    every builder method returns the element's name; `build()` reports all problems
+    together as one `mbdjax.ModelError`.
+
+    Example (series RLC driven by a 1 V step):
+        >>> from mbdjax.network import Network
+        >>> net = Network()
+        >>> for n in ("n1", "n2", "n3"):
+        ...     _ = net.node(n, "electrical")
+        >>> _ = net.effort_source("E", "n1", "ground", lambda t, p: 1.0)
+        >>> _ = net.resistor("R", "n1", "n2", R=1.0)
+        >>> _ = net.inductor("L", "n2", "n3", L=0.5)
+        >>> _ = net.capacitor("C", "n3", "ground", C=0.25)
+        >>> model = net.build()
+        >>> model.coordinates
+        ('E.q', 'R.q', 'L.q', 'C.q')
+        >>> model.nonholonomic_names
+        ('n1', 'n2', 'n3')
+
+    References: B. Fabien, *Analytical System Dynamics*, ch. 1 (unified system
+    representation); THEORY §7.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self._nodes: dict[str, str] = {}
+        self._elements: list[Element] = []
+
+    # ----------------------------------------------------------------- nodes
+    def node(self, name: str, domain: str) -> str:
+        """Add a junction of `domain` (`"translational"`, `"rotational"`,
+        `"electrical"`, `"fluid"`)."""
+        if domain not in DOMAINS:
+            self._problems.append(f"node {name!r}: unknown domain {domain!r}; use one of {sorted(DOMAINS)}.")
+        elif name in self._nodes:
+            self._problems.append(f"node {name!r}: defined twice; give each node one name.")
+        elif name == GROUND:
+            self._problems.append("node 'ground': it is built in (the reference of every domain); do not add it.")
+        else:
+            self._nodes[name] = domain
+        return name
+
+    def _add(self, name, kind, terminals, numbers=None, fn=None, fn_label=None, extra=None):
+        label = f"{kind} {name!r}"
+        prm = {k: self._scalar(f"{label}: `{k}`", v) for k, v in (numbers or {}).items()}
+        prm.update(self._extra(label, extra, prm))
+        if fn_label is not None:
+            fn = self._function(f"{label}: `{fn_label}`", fn, required=False)
+        self._elements.append(Element(name, kind, tuple(terminals), prm, fn))
+        return name
+
+    # --------------------------------------------------- translational, rotational
+    def mass(self, name, node, m) -> str:
+        """Mass `m` (kg) at a translational node (moving against the fixed frame):
+        co-energy `½ m v²`."""
+        return self._add(name, "mass", (node, GROUND), {"m": m})
+
+    def spring(self, name, a, b, k=0.0, law=None, params=None) -> str:
+        """Spring between translational nodes: `V = ½ k (x_a − x_b)²`, or with
+        `law(x, p) -> force` (N) the energy `∫ law dx`; force positive in tension."""
+        return self._add(name, "spring", (a, b), {"k": k}, law, "law", params)
+
+    def damper(self, name, a, b, c=0.0, law=None, params=None) -> str:
+        """Damper between translational nodes: content `D = ½ c (v_a − v_b)²` (c in
+        N·s/m; THEORY's b), or with `law(v, p) -> force` the content `∫ law dv`."""
+        return self._add(name, "damper", (a, b), {"c": c}, law, "law", params)
+
+    def inertia(self, name, node, J) -> str:
+        """Rotor inertia `J` (kg·m²) at a rotational node: co-energy `½ J ω²`."""
+        return self._add(name, "inertia", (node, GROUND), {"J": J})
+
+    def torsion_spring(self, name, a, b, k=0.0, law=None, params=None) -> str:
+        """Torsion spring between rotational nodes: `V = ½ k (θ_a − θ_b)²` (k in N·m/rad),
+        or `law(angle, p) -> torque`."""
+        return self._add(name, "torsion_spring", (a, b), {"k": k}, law, "law", params)
+
+    def rotational_damper(self, name, a, b, c=0.0, law=None, params=None) -> str:
+        """Rotational damper: content `½ c (ω_a − ω_b)²` (c in N·m·s/rad), or
+        `law(ω, p) -> torque`."""
+        return self._add(name, "rotational_damper", (a, b), {"c": c}, law, "law", params)
+
+    # ------------------------------------------------------------ electrical
+    def inductor(self, name, a, b, L) -> str:
+        """Inductor `L` (H) from a to b: co-energy `½ L i²`, coordinate `"<name>.q"`."""
+        return self._add(name, "inductor", (a, b), {"L": L})
+
+    def capacitor(self, name, a, b, C=1.0, law=None, params=None) -> str:
+        """Capacitor `C` (F) from a to b: `V = q² / 2C`, or `law(q, p) -> voltage`."""
+        return self._add(name, "capacitor", (a, b), {"C": C}, law, "law", params)
+
+    def resistor(self, name, a, b, R=1.0, law=None, params=None) -> str:
+        """Resistor `R` (Ω) from a to b: content `½ R i²`, or `law(i, p) -> voltage`."""
+        return self._add(name, "resistor", (a, b), {"R": R}, law, "law", params)
+
+    # ----------------------------------------------------------------- fluid
+    def inertance(self, name, a, b, I) -> str:  # noqa: E741 - the textbook symbol
+        """Fluid inertance `I` (kg/m⁴) from a to b: co-energy `½ I Q²`, coordinate `"<name>.V"`."""
+        return self._add(name, "inertance", (a, b), {"I": I})
+
+    def fluid_capacitor(self, name, a, b, C=1.0, law=None, params=None) -> str:
+        """Fluid capacitance `C` (m³/Pa) from a to b: `V = vol² / 2C`, or `law(vol, p) -> pressure`."""
+        return self._add(name, "fluid_capacitor", (a, b), {"C": C}, law, "law", params)
+
+    def fluid_resistor(self, name, a, b, R=1.0, law=None, params=None) -> str:
+        """Fluid resistance `R` (Pa·s/m³) from a to b: content `½ R Q²`, or `law(Q, p) -> pressure`."""
+        return self._add(name, "fluid_resistor", (a, b), {"R": R}, law, "law", params)
+
+    # ------------------------------------------------------ constraint elements
+    def lever(self, name, a, b, arm_a, arm_b) -> str:
+        """Lever between translational nodes (Fabien §1.2): `arm_b v_a + arm_a v_b = 0`
+        (the ends move in opposite directions), forces `F_a arm_a = F_b arm_b`."""
+        return self._add(name, "lever", (a, b), {"arm_a": arm_a, "arm_b": arm_b})
+
+    def gear(self, name, a, b, r_a, r_b) -> str:
+        """Gear pair between rotational nodes: `r_a ω_a + r_b ω_b = 0` (external
+        gears turn opposite ways), torques `τ_a / r_a = τ_b / r_b`."""
+        return self._add(name, "gear", (a, b), {"r_a": r_a, "r_b": r_b})
+
+    def transformer(self, name, a1, b1, a2, b2, N1, N2) -> str:
+        """Ideal electrical transformer: primary a1→b1 (`"<name>.q1"`), secondary a2→b2
+        (`"<name>.q2"`), `N1 i1 + N2 i2 = 0` with currents into the dotted terminals
+        a1, a2; voltages `v1 / N1 = v2 / N2`."""
+        return self._add(name, "transformer", (a1, b1, a2, b2), {"N1": N1, "N2": N2})
+
+    def piston_transformer(self, name, a1, b1, a2, b2, A1, A2) -> str:
+        """Fluid transformer (two pistons on one rod): `Q1 / A1 + Q2 / A2 = 0`,
+        pressures `P1 A1 = P2 A2`; volumes `"<name>.V1"`, `"<name>.V2"`."""
+        return self._add(name, "piston_transformer", (a1, b1, a2, b2), {"A1": A1, "A2": A2})
+
+    def rack_pinion(self, name, shaft, rack, radius) -> str:
+        """Rack and pinion: the rack (translational node) moves with `v = r ω` of the
+        pinion (rotational node); force and torque `τ = r F`."""
+        return self._add(name, "rack_pinion", (shaft, rack), {"r": radius})
+
+    def hydraulic_piston(self, name, a, b, rod, area) -> str:
+        """Hydraulic cylinder: volume flow `Q` from fluid node a to b through the
+        chamber (`"<name>.V"`) moves the rod (translational node) with `Q = A v`; the
+        rod force is `A (P_a − P_b)`."""
+        return self._add(name, "hydraulic_piston", (a, b, rod), {"A": area})
+
+    def dc_motor(self, name, a, b, shaft, K, R=0.0, L=0.0) -> str:
+        """Permanent-magnet DC motor: armature from a to b (`"<name>.q"`, resistance
+        `R`, inductance `L`) and a rotor at the rotational node `shaft`. Back-emf
+        `K ω` opposes the armature current, torque `K i` drives the shaft (a
+        gyrator: workless, `K i ω − K ω i = 0`). Add the rotor inertia with
+        `inertia(...)` at the shaft."""
+        return self._add(name, "dc_motor", (a, b, shaft), {"K": K, "R": R, "L": L})
+
+    # --------------------------------------------------------------- sources
+    def effort_source(self, name, a, b, e: Callable, params=None) -> str:
+        """Ideal effort source `e(t, p)`. Electrical/fluid: a battery or pressure
+        source with `e_a − e_b = e(t)` (a is the + terminal), coordinate `"<name>.q"`
+        / `".V"` (what passes from b to a through it). Translational/rotational: a
+        force or torque `e(t)` on node a (against node b, usually ground)."""
+        return self._add(name, "effort_source", (a, b), {}, e, "e", params)
+
+    def flow_source(self, name, a, b, f: Callable, params=None) -> str:
+        """Ideal flow source `f(t, p)`: a current source or pump driving `f` from a to
+        b (`"<name>.q"` / `".V"`), or a prescribed velocity `v_a − v_b = f(t)` between
+        mechanical nodes; a driving flow constraint row `"<name>"`, whose multiplier
+        is the effort the source must supply."""
+        return self._add(name, "flow_source", (a, b), {}, f, "f", params)
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def nodes(self) -> dict[str, str]:
+        """`{node: domain}` for the nodes added so far (ground excluded)."""
+        return dict(self._nodes)
+
+    @property
+    def elements(self) -> tuple[str, ...]:
+        return tuple(e.name for e in self._elements)
+
+    # ------------------------------------------------------------------ build
+    def build(self, mechanism=None, attach=None):
+        """Compile the network into a `mbdjax.Model`.
+
+        Arguments:
+            mechanism: optional Model (from `planar.Mechanism`, `spatial.Mechanism` or
+                written by hand) to couple with: the result has its coordinates
+                first, then the network's.
+            attach: `{node: coordinate}`: translational or rotational nodes that are
+                coordinates of `mechanism` (a motor shaft on `"crank.phi"`); those
+                nodes get no coordinate of their own.
+
+        Raises:
+            ModelError: listing every problem found in the description.
+        """
+        from ._compile import compile_network
+        from ._validate import validate
+
+        problems = validate(self, mechanism, attach or {})
+        if problems:
+            raise ModelError(problems)
+        return compile_network(self, mechanism, dict(attach or {}))
