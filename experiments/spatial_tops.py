@@ -12,9 +12,11 @@
 
 Each example gets a figure (Euler angles, contact path on the plane, energy).
 
-Run: python experiments/spatial_tops.py   (plots: experiments/out/spatial_*.png)
+Run: python experiments/spatial_tops.py [--quick]   (plots: experiments/out/spatial_*.png;
+--quick: shorter runs, for a smoke test)
 """
 
+import argparse
 import math
 
 import jax
@@ -29,6 +31,7 @@ from mbdjax.spatial import body_poses, contact_kinematics
 from _common import out_path, plt
 
 TIGHT = dict(rtol=1e-10, atol=1e-12)
+SPAN = {"full": 5.0}  # seconds of motion; --quick shortens it
 
 
 def relative_drift(values):
@@ -71,12 +74,12 @@ def figure(ex, tr, title, filename, contact=None):
 
 def top():
     ex = models.get("top")
-    tr = mbd.simulate(ex.model, ex.q0, ex.qd0, t1=5.0, saveat=201, **TIGHT)
+    tr = mbd.simulate(ex.model, ex.q0, ex.qd0, t1=SPAN["full"], saveat=201, **TIGHT)
     theta = np.asarray(tr.coordinate("top.theta"))
     print(f"top, steady precession (φ̇ = {sp.top_precession_rate(0.5, 60.0):.4f} rad/s from the closed form): "
-          f"θ varies by {np.ptp(theta):.1e} rad over 5 s")
+          f"θ varies by {np.ptp(theta):.1e} rad over {SPAN['full']:g} s")
     ex = sp.heavy_top(precession=0.0)
-    tr = mbd.simulate(ex.model, ex.q0, ex.qd0, t1=5.0, saveat=401, **TIGHT)
+    tr = mbd.simulate(ex.model, ex.q0, ex.qd0, t1=SPAN["full"], saveat=201, **TIGHT)
     p = ex.model.params
     poses = body_poses(ex.mechanism)
 
@@ -94,15 +97,15 @@ def top():
 
 def disk():
     ex = models.get("rolling-disk")
-    tr = mbd.simulate(ex.model, ex.q0, ex.qd0, t1=5.0, saveat=401, **TIGHT)
+    tr = mbd.simulate(ex.model, ex.q0, ex.qd0, t1=SPAN["full"], saveat=201, **TIGHT)
     _, slip = contact_path(ex, tr, "contact")
     print(f"disk, steady circular rolling: tilt varies by {np.ptp(np.asarray(tr.coordinate('disk.theta'))):.1e} "
-          f"rad over 5 s; energy drift {relative_drift(tr.energy()):.1e}; contact velocity {slip:.1e} m/s")
+          f"rad over {SPAN['full']:g} s; energy drift {relative_drift(tr.energy()):.1e}; contact velocity {slip:.1e} m/s")
     path = figure(ex, tr, "rolling disk", "spatial_disk.png", contact="contact")
     crit = sp.disk_critical_spin()
-    for factor in (1.3, 1.1, 0.9, 0.7):
+    for factor in (1.3, 1.1, 0.9, 0.7) if SPAN["full"] >= 5 else (1.3, 0.7):
         e2 = sp.disk(theta0=math.pi / 2 - 1e-3, precession=0.0, spin=factor * crit)
-        t2 = mbd.simulate(e2.model, e2.q0, e2.qd0, t1=6.0, saveat=121, **TIGHT)
+        t2 = mbd.simulate(e2.model, e2.q0, e2.qd0, t1=6.0 * SPAN["full"] / 5.0, saveat=201, **TIGHT)
         tilt = float(jnp.max(jnp.abs(t2.coordinate("disk.theta") - math.pi / 2)))
         print(f"  upright at {factor:.1f} × Ω_c (Ω_c = {crit:.3f} rad/s): largest tilt {tilt:.3f} rad "
               f"({'stays up' if tilt < 0.05 else 'falls'})")
@@ -111,8 +114,9 @@ def disk():
 
 def hemisphere():
     ex = models.get("rolling-hemisphere")
-    tr = mbd.simulate(ex.model, ex.q0, ex.qd0, t1=ex.t1, saveat=301, **TIGHT)
-    qv = mbd.simulate(ex.model, ex.q0, ex.qd0, t1=ex.t1, saveat=301, formulation=models.quasi_velocities(ex),
+    t1 = min(ex.t1, SPAN["full"])
+    tr = mbd.simulate(ex.model, ex.q0, ex.qd0, t1=t1, saveat=201, **TIGHT)
+    qv = mbd.simulate(ex.model, ex.q0, ex.qd0, t1=t1, saveat=201, formulation=models.quasi_velocities(ex),
                       **TIGHT)
     _, slip = contact_path(ex, tr, "base")
     print(f"rolling hemisphere: energy drift {relative_drift(tr.energy()):.1e}; contact velocity {slip:.1e} m/s; "
@@ -121,6 +125,10 @@ def hemisphere():
 
 
 def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="1 s runs instead of 5 s (smoke test)")
+    if parser.parse_args().quick:
+        SPAN["full"] = 1.0
     for path in (top(), disk(), hemisphere()):
         print(f"plot: {path}")
 

@@ -35,3 +35,6 @@ def test_readme_quick_start_runs():
     exec(compile(spatial, "README.md", "exec"), namespace)
     assert float(jnp.max(jnp.abs(namespace["slip"]))) < 1e-9
     assert float(jnp.max(jnp.abs(namespace["traj"].position_residual()))) < 1e-12
+    network = re.search(r"### Networks: circuits, drives, hydraulics\n\n```python\n(.*?)```", readme, re.S).group(1)
+    exec(compile(network, "README.md", "exec"), namespace)
+    assert float(jnp.max(jnp.abs(namespace["p"]["residual"]))) < 1e-9

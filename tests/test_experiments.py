@@ -16,9 +16,10 @@ def _run(args, cwd):
     return proc.stdout
 
 
-@pytest.mark.parametrize("script", ["slider_crank.py", "four_bar.py", "double_pendulum.py", "spatial_tops.py"])
+@pytest.mark.parametrize("script", ["slider_crank.py", "four_bar.py", "double_pendulum.py",
+                                    "spatial_tops.py --quick", "networks.py --quick"])
 def test_experiment_runs(script):
-    out = _run([script], os.path.join(ROOT, "experiments"))
+    out = _run(script.split(), os.path.join(ROOT, "experiments"))
     assert "plot:" in out
 
 

@@ -17,7 +17,7 @@ from mbdjax.planar import Mechanism
 
 @pytest.fixture(scope="module")
 def examples():
-    return {name: make() for name, make in models.EXAMPLES.items()}
+    return {name: models.get(name) for name in models.EXAMPLES}
 
 
 def _rank(A):
@@ -55,8 +55,10 @@ def test_every_example_starts_consistent(examples):
         else:
             assert name in GENERIC_MODELS
         assert ex.q0.shape == ex.qd0.shape == (m.n,) and ex.t1 > 0 and ex.description
-        assert float(jnp.max(jnp.abs(kin.holonomic(m, ex.q0, 0.0, m.params)))) < 1e-12, name
-        assert float(jnp.max(jnp.abs(kin.velocity_residual(m, ex.q0, ex.qd0, 0.0, m.params)))) < 1e-12, name
+        if m.m_h:
+            assert float(jnp.max(jnp.abs(kin.holonomic(m, ex.q0, 0.0, m.params)))) < 1e-12, name
+        if m.m:
+            assert float(jnp.max(jnp.abs(kin.velocity_residual(m, ex.q0, ex.qd0, 0.0, m.params)))) < 1e-12, name
 
 
 def test_structure_of_each_system(examples):

@@ -49,11 +49,13 @@ class Augmented(AbstractFormulation):
         if self.schur != "auto":
             return self
         diag = dyn.mass_diagonal(model, p)
-        if not is_concrete(diag):
-            # Traced parameters (grad, vmap): decide from the model's own values, so a
-            # structurally massless entry (a network's source edge) keeps the dense solve.
-            diag = dyn.mass_diagonal(model, model.params)
-        return Augmented(schur=bool(jnp.all(diag > 0)))
+        if is_concrete(diag):
+            return Augmented(schur=bool(jnp.all(diag > 0)))
+        # Traced parameters (grad, vmap, jit): decide from the model's own values, so a
+        # structurally massless entry (a network's source edge) keeps the dense solve.
+        with jax.ensure_compile_time_eval():
+            positive = jnp.all(dyn.mass_diagonal(model, model.params) > 0)
+        return Augmented(schur=bool(positive) if is_concrete(positive) else True)
 
     def check_params(self, model, p, x):
         if self.schur is not True:

@@ -45,8 +45,12 @@ EXAMPLES = {
 }
 
 
+_BUILT: dict[str, Example] = {}
+
+
 def get(name: str) -> Example:
-    """Build the example called `name` (a key of `EXAMPLES`).
+    """The example called `name` (a key of `EXAMPLES`), built once per process (an
+    `Example` and its Model are immutable, so every caller may share it).
 
     Raises:
         ModelError: for an unknown name, listing the available ones.
@@ -55,7 +59,9 @@ def get(name: str) -> Example:
         make = EXAMPLES[name]
     except (KeyError, TypeError):
         raise ModelError(f"models.get: no example named {name!r}; available: {sorted(EXAMPLES)}.") from None
-    return make()
+    if name not in _BUILT:
+        _BUILT[name] = make()
+    return _BUILT[name]
 
 
 __all__ = [

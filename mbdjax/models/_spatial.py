@@ -14,6 +14,7 @@ has none).
 
 from __future__ import annotations
 
+import functools
 import math
 
 import jax.numpy as jnp
@@ -48,6 +49,15 @@ def top_precession_rate(theta, spin, mass=TOP["mass"], A=TOP["A"], C=TOP["C"], l
     return (-b - math.sqrt(disc)) / (2 * a)
 
 
+@functools.lru_cache(maxsize=None)
+def _top_model(orientation):
+    # One model per orientation kind, shared by every initial state (no recompiling).
+    mech = Mechanism(gravity=(0.0, 0.0, -G))
+    mech.body("top", mass=TOP["mass"], inertia=(TOP["A"], TOP["A"], TOP["C"]), orientation=orientation)
+    mech.spherical("tip", "ground", (0.0, 0.0, 0.0), "top", (0.0, 0.0, -TOP["l"]))
+    return mech, mech.build()
+
+
 def heavy_top(theta0=0.5, spin=60.0, precession=None, nutation_rate=0.0, orientation="euler313") -> Example:
     """Heavy symmetric top with its tip fixed at the origin (Greenwood example 4.5).
 
@@ -58,10 +68,7 @@ def heavy_top(theta0=0.5, spin=60.0, precession=None, nutation_rate=0.0, orienta
     Starts at φ = ψ = 0, nutation θ0, spin Ω about the axis; the precession rate
     defaults to the steady value `top_precession_rate(θ0, Ω)`. t1 = 5 s.
     """
-    mech = Mechanism(gravity=(0.0, 0.0, -G))
-    mech.body("top", mass=TOP["mass"], inertia=(TOP["A"], TOP["A"], TOP["C"]), orientation=orientation)
-    mech.spherical("tip", "ground", (0.0, 0.0, 0.0), "top", (0.0, 0.0, -TOP["l"]))
-    model = mech.build()
+    mech, model = _top_model(orientation)
     phid = top_precession_rate(theta0, spin) if precession is None else precession
     psid = spin - phid * math.cos(theta0)
     angles, rates = jnp.array([0.0, theta0, 0.0]), jnp.array([phid, nutation_rate, psid])
@@ -107,6 +114,15 @@ def disk_critical_spin(mass=DISK["mass"], radius=DISK["radius"], g=G):
     return math.sqrt(mass * g * radius * A / (C * (C + mass * radius**2)))
 
 
+@functools.lru_cache(maxsize=None)
+def _disk_model():
+    mech = Mechanism(gravity=(0.0, 0.0, -G))
+    a, m = DISK["radius"], DISK["mass"]
+    mech.body("disk", mass=m, inertia=(0.25 * m * a * a, 0.25 * m * a * a, 0.5 * m * a * a))
+    mech.rolling_disk("contact", "disk", radius=a)
+    return mech, mech.build()
+
+
 def disk(theta0=math.pi / 2 - 0.3, precession=1.0, spin=None, tilt_rate=0.0) -> Example:
     """Thin uniform disk rolling without slip on the plane z = 0 (Greenwood example 4.6).
 
@@ -116,11 +132,8 @@ def disk(theta0=math.pi / 2 - 0.3, precession=1.0, spin=None, tilt_rate=0.0) -> 
     vertical and precession rate φ̇; the spin Ω defaults to the steady circular
     rolling value `disk_spin_for_circle(θ0, φ̇)`. t1 = 5 s.
     """
-    mech = Mechanism(gravity=(0.0, 0.0, -G))
-    a, m = DISK["radius"], DISK["mass"]
-    mech.body("disk", mass=m, inertia=(0.25 * m * a * a, 0.25 * m * a * a, 0.5 * m * a * a))
-    mech.rolling_disk("contact", "disk", radius=a)
-    model = mech.build()
+    a = DISK["radius"]
+    mech, model = _disk_model()
     omega = disk_spin_for_circle(theta0, precession) if spin is None else spin
     psid = omega - precession * math.cos(theta0)
     guess = jnp.array([0.0, 0.0, a * math.sin(theta0), 0.0, theta0, 0.0])

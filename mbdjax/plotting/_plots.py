@@ -121,9 +121,34 @@ def plot_contact_path(traj, ax=None):
     return ax
 
 
+def plot_network(traj, ax=None):
+    """Node efforts (voltages, pressures: the junction multipliers) of a network model,
+    or, without multipliers, the flows of its stores."""
+    ax = _axes(ax)
+    table = (traj.model.metadata or {}).get("network", {}) if traj.model is not None else {}
+    t = np.asarray(traj.t)
+    junctions = [n for n in table.get("nodes", {}) if n not in table.get("node_rate", {})]
+    if traj.lam is not None and junctions:
+        for node in junctions:
+            ax.plot(t, np.asarray(traj.effort(node)), label=node)
+        ax.set_title("node efforts (voltage, pressure)")
+    else:
+        for name, info in table.get("elements", {}).items():
+            if info["kind"] in ("inductor", "inertance", "mass", "inertia", "dc_motor"):
+                flow = np.asarray(traj.flow(name))
+                ax.plot(t, flow[:, 0] if flow.ndim > 1 else flow, label=name)
+        ax.set_title("flows of the flow stores")
+    ax.set_xlabel("t [s]")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize="small", ncol=2)
+    ax.grid(alpha=0.3)
+    return ax
+
+
 def save_standard_plots(traj, out_dir, prefix=""):
     """Write coordinates.png, residuals.png, energy.png, and reactions.png (with
-    joint reactions) or contact_path.png (with rolling contacts) where they apply.
+    joint reactions), contact_path.png (with rolling contacts) or network.png (node
+    efforts of a network) where they apply.
 
     Returns the list of paths written.
     """
@@ -135,6 +160,8 @@ def save_standard_plots(traj, out_dir, prefix=""):
         plots.append(("reactions", plot_reactions))
     if traj.model is not None and (traj.model.metadata or {}).get("contact_kinematics"):
         plots.append(("contact_path", plot_contact_path))
+    if traj.model is not None and (traj.model.metadata or {}).get("network"):
+        plots.append(("network", plot_network))
     angles = [c for c in traj.coordinates if c.rsplit(".", 1)[-1] in _ANGLE_NAMES]
     others = [c for c in traj.coordinates if c not in angles]
     for name, fn in plots:
