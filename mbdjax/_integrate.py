@@ -18,7 +18,10 @@ from ._trajectory import Trajectory
 
 _MESSAGES = (
     "mbdjax.simulate: the solver took max_steps steps before reaching t1; raise "
-    "`max_steps=`, loosen `rtol`/`atol`, or shorten the interval.",
+    "`max_steps=`, loosen `rtol`/`atol`, or shorten the interval. If the model is stiff "
+    "(small inductances, masses or capacitances next to large stiffness or damping, fast "
+    "diodes), an explicit solver needs tiny steps: use an implicit one, "
+    "solver=diffrax.Kvaerno5().",
     "mbdjax.simulate: the solver failed (the step size collapsed or the state became "
     "non-finite); the model may pass a singular configuration (run mbdjax.check on the "
     "last good state) or be too stiff for an explicit solver.",
@@ -85,7 +88,8 @@ def simulate(
             instance (`mbdjax.Baumgarte(alpha, beta)`, `mbdjax.Projection()`).
         saveat: number of equally spaced output points (including both ends) or a
             1-D array of output times.
-        solver: a diffrax solver (default `diffrax.Tsit5()`).
+        solver: a diffrax solver (default `diffrax.Tsit5()`); implicit solvers
+            (`diffrax.Kvaerno5()`) work with every formulation, for stiff models.
         rtol, atol: tolerances of the adaptive step-size controller.
         dt0: initial step (default: chosen by diffrax).
         max_steps: solver step limit.

@@ -23,6 +23,16 @@ class ProjectedSolver(diffrax.AbstractWrappedSolver):
         # Runge–Kutta solver's `scan_kind` for forward-mode autodiff through this.
         return self.solver.scan_kind
 
+    # Implicit solvers (Kvaerno, …): diffrax reads and may replace these on the solver
+    # it is given, which the metaclass makes look like the wrapped one.
+    @property
+    def root_finder(self):
+        return self.solver.root_finder
+
+    @property
+    def root_find_max_steps(self):
+        return self.solver.root_find_max_steps
+
     @property
     def term_structure(self):
         return self.solver.term_structure

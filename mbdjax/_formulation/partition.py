@@ -84,6 +84,8 @@ def _greedy_columns(R, k, taken):
         return R - jnp.outer(v, v @ R), taken.at[j].set(True), sel.at[i].set(j)
 
     sel = jnp.zeros((k,), dtype=int)
+    if k == 0:
+        return sel, taken
     _, taken, sel = jax.lax.fori_loop(0, k, body, (R, taken, sel))
     return sel, taken
 
