@@ -298,3 +298,47 @@ def test_stiff_network_with_an_explicit_solver_suggests_an_implicit_one(rlc):
     p = _rlc_params(rlc, 1.0, 1e-6, 1.0)
     with pytest.raises(Exception, match="Kvaerno5"):
         mbd.simulate(rlc, jnp.zeros(4), jnp.zeros(4), t1=5.0, params=p, max_steps=2000)
+
+
+# -------------------------------------------------------------------- friction
+def test_regularized_coulomb_friction_converges_to_the_sliding_solution():
+    # A block (m = 2 kg) sliding at v0 = 1 m/s on dry friction μ_k = 0.3, N = m g:
+    # Coulomb's law gives v(t) = v0 − μ_k g t until it stops at t* = v0 / (μ_k g).
+    # While sliding (t = 0.2 s, v ≫ v_s) the smooth law is Coulomb's (to 10 v_s); just
+    # after t* the block has stopped to within a speed that shrinks with v_s.
+    net = Network()
+    net.node("block", "translational")
+    net.mass("m", "block", m=2.0)
+    net.coulomb_friction("dry", "block", "ground", mu_k=0.3, normal=2.0 * 9.81, velocity_scale=1e-2)
+    model = net.build()
+    t_stop = 1.0 / (0.3 * 9.81)
+    errors = []
+    for vs in (1e-2, 1e-3):
+        p = {**model.params, "dry": {**model.params["dry"], "velocity_scale": vs}}
+        tr = mbd.simulate(model, jnp.zeros(1), jnp.ones(1), t1=t_stop + 0.02,
+                          saveat=jnp.array([0.0, 0.2, t_stop + 0.02]), params=p, **TIGHT)
+        v = tr.flow("block")
+        assert abs(float(v[1]) - (1.0 - 0.3 * 9.81 * 0.2)) < 10 * vs
+        errors.append(abs(float(v[2])))
+    assert errors[1] < errors[0] < 1e-2
+
+
+def test_check_valve_passes_forward_and_blocks_reverse_flow():
+    # Pressure source ±1e5 Pa through an inertance (1e6 kg/m⁴) and a check valve
+    # (R_open = 1e8, R_closed = 1e12 Pa·s/m³): the steady flow is P / R (the inertance
+    # drops nothing at steady state), forward ≈ 1e-3 m³/s, reverse ≈ −1e-7 m³/s (1 %).
+    # Closed, the line's time constant I/R is 1 µs: stiff, so an implicit solver.
+    import diffrax
+
+    net = Network()
+    net.node("s", "fluid")
+    net.node("v", "fluid")
+    net.effort_source("P", "s", "ground", lambda t, p: p["P"]["P"], params={"P": 1e5})
+    net.inertance("pipe", "s", "v", I=1e6)
+    net.check_valve("cv", "v", "ground", R_open=1e8, R_closed=1e12, flow_scale=1e-8)
+    model = net.build()
+    for P, R in ((1e5, 1e8), (-1e5, 1e12)):
+        p = {**model.params, "P": {"P": P}}
+        tr = mbd.simulate(model, jnp.zeros(model.n), jnp.zeros(model.n), t1=0.5, saveat=3, params=p,
+                          solver=diffrax.Kvaerno5(), rtol=1e-7, atol=1e-14)
+        np.testing.assert_allclose(tr.flow("cv")[-1], P / R, rtol=1e-2)

@@ -5,6 +5,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+import jax
+import jax.numpy as jnp
+
 from .._builder import Builder
 from .._errors import ModelError
 
@@ -146,6 +149,33 @@ class Network(Builder):
         `law(ω, p) -> torque`."""
         return self._add(name, "rotational_damper", (a, b), {"c": c}, law, "law", params)
 
+    def coulomb_friction(self, name, a, b, mu_k, normal, mu_s=None, velocity_scale=1e-3) -> str:
+        """Dry friction between translational (or rotational) nodes, as a smooth law.
+
+        `F(v) = N tanh(v / v_s) [μ_k + (μ_s − μ_k) exp(−(v / v_s)²)]` with `v = v_a − v_b`,
+        `N = normal` (N; a torque-arm product for rotation), `v_s = velocity_scale`:
+        it rises to about μ_s N within a few v_s and settles to the kinetic value
+        μ_k N (Coulomb's law as v_s → 0). Entered through its content, like a damper.
+        Smaller v_s is closer to Coulomb but stiffer (use an implicit solver below
+        about 1e-4 m/s). Params `[name]`: `mu_k`, `mu_s` (default μ_k), `normal`,
+        `velocity_scale`.
+        """
+        def law(v, p):
+            f = p[name]
+            x = v / f["velocity_scale"]
+            return f["normal"] * jnp.tanh(x) * (f["mu_k"] + (f["mu_s"] - f["mu_k"]) * jnp.exp(-x * x))
+
+        domain = self._nodes.get(a if a != GROUND else b)
+        kind = "rotational_damper" if domain == "rotational" else "damper"
+        numbers = {"c": 0.0, "mu_k": mu_k, "mu_s": mu_k if mu_s is None else mu_s, "normal": normal,
+                   "velocity_scale": velocity_scale}
+        label = f"coulomb_friction {name!r}"
+        if not float(velocity_scale) > 0:
+            self._problems.append(f"{label}: velocity_scale must be positive (m/s or rad/s).")
+        if float(mu_k) < 0 or float(normal) < 0:
+            self._problems.append(f"{label}: mu_k and normal must be >= 0.")
+        return self._add(name, kind, (a, b), numbers, law, "law")
+
     # ------------------------------------------------------------ electrical
     def inductor(self, name, a, b, L) -> str:
         """Inductor `L` (H) from a to b: co-energy `½ L i²`, coordinate `"<name>.q"`."""
@@ -171,6 +201,26 @@ class Network(Builder):
     def fluid_resistor(self, name, a, b, R=1.0, law=None, params=None) -> str:
         """Fluid resistance `R` (Pa·s/m³) from a to b: content `½ R Q²`, or `law(Q, p) -> pressure`."""
         return self._add(name, "fluid_resistor", (a, b), {"R": R}, law, "law", params)
+
+    def check_valve(self, name, a, b, R_open, R_closed, flow_scale=1e-6) -> str:
+        """Check valve from a to b as a smooth nonlinear fluid resistor: pressure drop
+        `ΔP(Q) = Q [R_open + (R_closed − R_open) σ(−Q / Q_s)]`, `σ` the logistic function,
+        so forward flow sees `R_open`, reverse flow `R_closed ≫ R_open`, with the switch
+        spread over a few `Q_s = flow_scale` (m³/s). Entered through its content. Params
+        `[name]`: `R_open`, `R_closed`, `flow_scale`.
+        """
+        def law(Q, p):
+            v = p[name]
+            closed = jax.nn.sigmoid(-Q / v["flow_scale"])
+            return Q * (v["R_open"] + (v["R_closed"] - v["R_open"]) * closed)
+
+        label = f"check_valve {name!r}"
+        if not (float(R_closed) >= float(R_open) >= 0):
+            self._problems.append(f"{label}: need 0 <= R_open <= R_closed (Pa·s/m³).")
+        if not float(flow_scale) > 0:
+            self._problems.append(f"{label}: flow_scale must be positive (m³/s).")
+        return self._add(name, "fluid_resistor", (a, b),
+                         {"R": 0.0, "R_open": R_open, "R_closed": R_closed, "flow_scale": flow_scale}, law, "law")
 
     # ------------------------------------------------------ constraint elements
     def lever(self, name, a, b, arm_a, arm_b) -> str:
