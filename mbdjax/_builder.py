@@ -3,6 +3,10 @@ collected and reported together at `build()`, and part-name rules."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 
@@ -101,3 +105,53 @@ def call_problem(label, fn, args, shape, unit):
     if out.shape != shape:
         return f"{label} returned shape {out.shape}; it must return {unit} of shape {shape}."
     return None
+
+
+@dataclasses.dataclass(frozen=True)
+class ElementSpec:
+    """One force element of a mechanism as the user described it (validated at build):
+    kind, the bodies it acts on (`body_j` None for applied forces and torques), its
+    numbers (`params[name]`) and the user function (actuator, force or torque law)."""
+
+    name: str
+    kind: str
+    body_i: Any
+    body_j: Any
+    params: dict
+    fn: Callable | None = None
+
+
+class MechanismBuilder(Builder):
+    """What the planar and spatial `Mechanism` builders share: bodies, force elements
+    and coordinate lookup (subclasses define `coordinates`)."""
+
+    def __init__(self):
+        super().__init__()
+        self._bodies: list[tuple] = []
+        self._elements: list[ElementSpec] = []
+
+    def _element(self, label, name, kind, body_i, body_j, base, extra, fn):
+        """Record a force element: built-in params `base`, user params `extra` merged in."""
+        params = dict(base)
+        params.update(self._extra(label, extra, base))
+        self._elements.append(ElementSpec(name, kind, body_i, body_j, params, fn))
+        return name
+
+    @property
+    def bodies(self) -> tuple[str, ...]:
+        """Names of the moving bodies, in coordinate order (ground excluded)."""
+        return tuple(b[0] for b in self._bodies)
+
+    @property
+    def elements(self) -> tuple[str, ...]:
+        """Names of the force elements."""
+        return tuple(e.name for e in self._elements)
+
+    def index(self, name: str) -> int:
+        """Position of the coordinate `name` (e.g. `"crank.phi"`) in `q`."""
+        from ._errors import ModelError
+
+        coords = self.coordinates
+        if name not in coords:
+            raise ModelError(f"Mechanism: no coordinate named {name!r}; the coordinates are {list(coords)}.")
+        return coords.index(name)

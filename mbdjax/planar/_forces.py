@@ -21,25 +21,9 @@ Systems*, §4.4.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable
-from typing import Any
-
 import jax.numpy as jnp
 
 from ._geometry import cross, point, point_velocity, rotate, safe_norm
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class ElementSpec:
-    """One force element as the user described it (validated at build)."""
-
-    name: str
-    kind: str  # "spring_damper", "rotational_spring_damper", "force", "torque"
-    body_i: Any
-    body_j: Any  # None for "force" and "torque"
-    params: dict
-    fn: Callable | None = None  # actuator or applied force/torque
 
 
 # --------------------------------------------------------------------- TSDA

@@ -6,15 +6,14 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from .._builder import Builder
+from .._builder import MechanismBuilder
 from .._errors import ModelError
-from ._forces import ElementSpec
 from ._joints import COORDINATE_AXES, JointSpec
 
 GROUND = "ground"
 
 
-class Mechanism(Builder):
+class Mechanism(MechanismBuilder):
     """Build a planar multibody system in absolute (Cartesian) coordinates.
 
     Each body other than the built-in `"ground"` gets three coordinates, named
@@ -68,9 +67,7 @@ class Mechanism(Builder):
     def __init__(self, gravity=(0.0, -9.81)):
         super().__init__()
         self._gravity = self._vector("Mechanism: `gravity`", gravity, (2,))
-        self._bodies: list[tuple] = []  # (name, mass, inertia)
         self._joints: list[JointSpec] = []
-        self._elements: list[ElementSpec] = []
 
     # ---------------------------------------------------------------- bodies
     def body(self, name: str, mass: float, inertia: float) -> str:
@@ -168,12 +165,6 @@ class Mechanism(Builder):
                            drive=self._function(f"{label}: `f`", f))
 
     # -------------------------------------------------------- force elements
-    def _element(self, label, name, kind, body_i, body_j, base, extra, fn):
-        """Record a force element: built-in params `base`, user params `extra` merged in."""
-        params = dict(base)
-        params.update(self._extra(label, extra, base))
-        self._elements.append(ElementSpec(name, kind, body_i, body_j, params, fn))
-        return name
 
     def spring_damper(self, name, body_i, point_i, body_j, point_j, k, c, length0,
                       actuator: Callable | None = None, params=None) -> str:
@@ -234,11 +225,6 @@ class Mechanism(Builder):
 
     # ---------------------------------------------------------------- queries
     @property
-    def bodies(self) -> tuple[str, ...]:
-        """Names of the moving bodies, in coordinate order (ground excluded)."""
-        return tuple(b[0] for b in self._bodies)
-
-    @property
     def coordinates(self) -> tuple[str, ...]:
         """`("<body>.x", "<body>.y", "<body>.phi", ...)` for the bodies added so far."""
         return tuple(f"{b}.{a}" for b in self.bodies for a in COORDINATE_AXES)
@@ -248,17 +234,6 @@ class Mechanism(Builder):
         """Names of the joints and drivers, in definition (row) order."""
         return tuple(j.name for j in self._joints)
 
-    @property
-    def elements(self) -> tuple[str, ...]:
-        """Names of the force elements."""
-        return tuple(e.name for e in self._elements)
-
-    def index(self, name: str) -> int:
-        """Position of the coordinate `name` (e.g. `"crank.phi"`) in `q`."""
-        coords = self.coordinates
-        if name not in coords:
-            raise ModelError(f"Mechanism: no coordinate named {name!r}; the coordinates are {list(coords)}.")
-        return coords.index(name)
 
     # ------------------------------------------------------------------ build
     def build(self, validate_at=None):

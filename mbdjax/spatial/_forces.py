@@ -11,9 +11,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable
-
 import jax
 import jax.numpy as jnp
 
@@ -40,16 +37,3 @@ def generalized_force(velocity_of_qd, qd, vector):
     """`(∂v/∂q̇)ᵀ vector` for a velocity `v(q̇)` linear in q̇."""
     _, pullback = jax.vjp(velocity_of_qd, qd)
     return pullback(vector)[0]
-
-
-@dataclasses.dataclass(frozen=True)
-class ElementSpec:
-    """One force element: kind, the bodies it acts on, its numbers (`params[name]`)
-    and the user function (actuator, force or torque law), if any."""
-
-    name: str
-    kind: str
-    body_i: str
-    body_j: str | None
-    params: dict
-    fn: Callable | None

@@ -7,17 +7,16 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .._builder import Builder
+from .._builder import MechanismBuilder
 from .._errors import ModelError
 from ._bodies import ORIENTATIONS, POSITION
 from ._contact import ContactSpec
-from ._forces import ElementSpec
 from ._joints import JointSpec
 
 _PLANE = ((0.0, 0.0, 0.0), (0.0, 0.0, 1.0))
 
 
-class Mechanism(Builder):
+class Mechanism(MechanismBuilder):
     """Build a spatial multibody system in absolute coordinates.
 
     Each body other than the built-in `"ground"` gets the coordinates
@@ -63,10 +62,8 @@ class Mechanism(Builder):
     def __init__(self, gravity=(0.0, 0.0, -9.81)):
         super().__init__()
         self._gravity = self._vector("Mechanism: `gravity`", gravity, (3,))
-        self._bodies: list[tuple] = []  # (name, mass, inertia (3, 3), orientation)
         self._joints: list[JointSpec] = []
         self._contacts: list[ContactSpec] = []
-        self._elements: list[ElementSpec] = []
 
     # ---------------------------------------------------------------- bodies
     def body(self, name: str, mass: float, inertia, orientation: str = "euler313") -> str:
@@ -194,11 +191,6 @@ class Mechanism(Builder):
         return name
 
     # -------------------------------------------------------- force elements
-    def _element(self, label, name, kind, body_i, body_j, base, extra, fn):
-        params = dict(base)
-        params.update(self._extra(label, extra, base))
-        self._elements.append(ElementSpec(name, kind, body_i, body_j, params, fn))
-        return name
 
     def spring_damper(self, name, body_i, point_i, body_j, point_j, k, c, length0,
                       actuator: Callable | None = None, params=None) -> str:
@@ -234,21 +226,10 @@ class Mechanism(Builder):
 
     # ---------------------------------------------------------------- queries
     @property
-    def bodies(self) -> tuple[str, ...]:
-        """Names of the moving bodies, in coordinate order (ground excluded)."""
-        return tuple(b[0] for b in self._bodies)
-
-    @property
     def coordinates(self) -> tuple[str, ...]:
         """The coordinate names of the bodies added so far, in order."""
         return tuple(f"{b[0]}.{c}" for b in self._bodies for c in POSITION + ORIENTATIONS[b[3]])
 
-    def index(self, name: str) -> int:
-        """Position of the coordinate `name` (e.g. `"disk.theta"`) in `q`."""
-        coords = self.coordinates
-        if name not in coords:
-            raise ModelError(f"Mechanism: no coordinate named {name!r}; the coordinates are {list(coords)}.")
-        return coords.index(name)
 
     # ------------------------------------------------------------------ build
     def build(self, validate_at=None):
