@@ -17,19 +17,11 @@ import numpy as np
 
 import mbdjax as mbd
 from mbdjax import models
+from mbdjax.models._networks import rlc_capacitor_voltage
 
 from _common import out_path, plt
 
 TIGHT = dict(rtol=1e-10, atol=1e-12)
-
-
-def rlc_closed_form(t, R, L, C, V=1.0):
-    a, w0sq = R / (2 * L), 1.0 / (L * C)
-    if a * a < w0sq:
-        wd = math.sqrt(w0sq - a * a)
-        return V * (1 - np.exp(-a * t) * (np.cos(wd * t) + a / wd * np.sin(wd * t)))
-    s1, s2 = -a + math.sqrt(a * a - w0sq), -a - math.sqrt(a * a - w0sq)
-    return V * (1 + (s2 * np.exp(s1 * t) - s1 * np.exp(s2 * t)) / (s1 - s2))
 
 
 def rlc(quick=False):
@@ -40,7 +32,7 @@ def rlc(quick=False):
         tr = mbd.simulate(ex.model, ex.q0, ex.qd0, t1=ex.t1, saveat=401, params=p, **TIGHT)
         t = np.asarray(tr.t)
         v = np.asarray(tr.effort("C"))
-        err = float(np.max(np.abs(v - rlc_closed_form(t, R, 0.5, 0.25))))
+        err = float(np.max(np.abs(v - rlc_capacitor_voltage(t, R, 0.5, 0.25))))
         audit = float(jnp.max(jnp.abs(tr.power_balance()["residual"])))
         zeta = R / 2 * math.sqrt(0.25 / 0.5)
         print(f"RLC R = {R:g} Ω (ζ = {zeta:.2f}): capacitor voltage within {err:.1e} V of the closed form; "

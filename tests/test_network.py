@@ -17,6 +17,7 @@ import scipy.linalg
 
 import mbdjax as mbd
 from mbdjax import models
+from mbdjax.models._networks import rlc_capacitor_voltage
 from mbdjax.network import Network
 
 TIGHT = dict(rtol=1e-10, atol=1e-12)
@@ -39,23 +40,13 @@ def _rlc_params(model, R, L, C, V=1.0):
     return {**model.params, "R": {"R": R}, "L": {"L": L}, "C": {"C": C}, "E": {"V": V}}
 
 
-def _rlc_closed_form(t, R, L, C, V=1.0):
-    """Capacitor voltage of the series RLC after a step V at t = 0 from rest."""
-    a, w0sq = R / (2 * L), 1.0 / (L * C)
-    if a * a < w0sq:
-        wd = math.sqrt(w0sq - a * a)
-        return V * (1 - np.exp(-a * t) * (np.cos(wd * t) + a / wd * np.sin(wd * t)))
-    s1, s2 = -a + math.sqrt(a * a - w0sq), -a - math.sqrt(a * a - w0sq)
-    return V * (1 + (s2 * np.exp(s1 * t) - s1 * np.exp(s2 * t)) / (s1 - s2))
-
-
 @pytest.mark.parametrize("R", [1.0, 4.0], ids=["underdamped", "overdamped"])
 def test_series_rlc_step_response(rlc, R):
     # ζ = (R/2)√(C/L) = 0.35 and 1.41; capacitor voltage v_C = q_C / C and the node
     # voltage at n3 (a multiplier) both match the closed form to 1e-8 relative.
     p = _rlc_params(rlc, R, 0.5, 0.25)
     tr = mbd.simulate(rlc, jnp.zeros(4), jnp.zeros(4), t1=6.0, saveat=61, params=p, **TIGHT)
-    exact = _rlc_closed_form(np.asarray(tr.t), R, 0.5, 0.25)
+    exact = rlc_capacitor_voltage(np.asarray(tr.t), R, 0.5, 0.25)
     np.testing.assert_allclose(tr.effort("C"), exact, atol=1e-8)
     np.testing.assert_allclose(tr.effort("n3"), exact, atol=1e-8)
     np.testing.assert_allclose(tr.effort("n1"), 1.0, atol=1e-12)
@@ -290,7 +281,7 @@ def test_implicit_solver_runs_every_formulation(rlc, formulation):
 
     tr = mbd.simulate(rlc, jnp.zeros(4), jnp.zeros(4), t1=4.0, saveat=9, solver=diffrax.Kvaerno5(),
                       formulation=formulation, rtol=1e-8, atol=1e-10)
-    np.testing.assert_allclose(tr.q[:, 3] / 0.25, _rlc_closed_form(np.asarray(tr.t), 1.0, 0.5, 0.25), atol=1e-6)
+    np.testing.assert_allclose(tr.q[:, 3] / 0.25, rlc_capacitor_voltage(np.asarray(tr.t), 1.0, 0.5, 0.25), atol=1e-6)
 
 
 def test_stiff_network_with_an_explicit_solver_suggests_an_implicit_one(rlc):

@@ -6,11 +6,26 @@ from __future__ import annotations
 import math
 
 import jax.numpy as jnp
+import numpy as np
 
 from .._initial import initial_conditions
 from ..network import Network
 from ._example import Example
 from ._slider_crank import _mechanism, slider_crank_configuration
+
+
+def rlc_capacitor_voltage(t, R=1.0, L=0.5, C=0.25, V=1.0):
+    """Closed-form capacitor voltage of the series RLC switched onto V at t = 0 from
+    rest: with α = R/2L and ω₀² = 1/LC, underdamped
+    `V [1 − e^{−αt} (cos ω_d t + (α/ω_d) sin ω_d t)]`, ω_d² = ω₀² − α², overdamped
+    `V [1 + (s₂ e^{s₁t} − s₁ e^{s₂t}) / (s₁ − s₂)]`, s₁,₂ = −α ± √(α² − ω₀²)."""
+    t = np.asarray(t, dtype=float)
+    a, w0sq = R / (2 * L), 1.0 / (L * C)
+    if a * a < w0sq:
+        wd = math.sqrt(w0sq - a * a)
+        return V * (1 - np.exp(-a * t) * (np.cos(wd * t) + a / wd * np.sin(wd * t)))
+    s1, s2 = -a + math.sqrt(a * a - w0sq), -a - math.sqrt(a * a - w0sq)
+    return V * (1 + (s2 * np.exp(s1 * t) - s1 * np.exp(s2 * t)) / (s1 - s2))
 
 
 def rlc(R=1.0, L=0.5, C=0.25, V=1.0) -> Example:
