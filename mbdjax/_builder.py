@@ -137,6 +137,26 @@ class MechanismBuilder(Builder):
         self._elements.append(ElementSpec(name, kind, body_i, body_j, params, fn))
         return name
 
+    def _spring_damper(self, name, body_i, point_i, body_j, point_j, k, c, length0, actuator, params, dim):
+        """Record a spring-damper-actuator between two body points of dimension `dim`."""
+        label = f"spring_damper {name!r}"
+        base = {
+            "point_i": self._vector(f"{label}: `point_i`", point_i, (dim,)),
+            "point_j": self._vector(f"{label}: `point_j`", point_j, (dim,)),
+            "k": self._scalar(f"{label}: `k`", k),
+            "c": self._scalar(f"{label}: `c`", c),
+            "length0": self._scalar(f"{label}: `length0`", length0),
+        }
+        return self._element(label, name, "spring_damper", body_i, body_j, base, params,
+                             self._function(f"{label}: `actuator`", actuator, required=False))
+
+    def _applied(self, name, kind, body, point, f, params, dim):
+        """Record an applied force at a body point (`kind="force"`, point of dimension
+        `dim`) or an applied torque (`kind="torque"`, `point` None)."""
+        label = f"{kind} {name!r}"
+        base = {} if point is None else {"point": self._vector(f"{label}: `point`", point, (dim,))}
+        return self._element(label, name, kind, body, None, base, params, self._function(f"{label}: `f`", f))
+
     @property
     def bodies(self) -> tuple[str, ...]:
         """Names of the moving bodies, in coordinate order (ground excluded)."""

@@ -176,16 +176,7 @@ class Mechanism(MechanismBuilder):
         optional `actuator(l, ldot, t, p) -> F` (N) as an applied force. Params
         `[name]["point_i"]`, `["point_j"]`, `["k"]`, `["c"]`, `["length0"]` plus `params`.
         """
-        label = f"spring_damper {name!r}"
-        base = {
-            "point_i": self._vector(f"{label}: `point_i`", point_i, (2,)),
-            "point_j": self._vector(f"{label}: `point_j`", point_j, (2,)),
-            "k": self._scalar(f"{label}: `k`", k),
-            "c": self._scalar(f"{label}: `c`", c),
-            "length0": self._scalar(f"{label}: `length0`", length0),
-        }
-        return self._element(label, name, "spring_damper", body_i, body_j, base, params,
-                             self._function(f"{label}: `actuator`", actuator, required=False))
+        return self._spring_damper(name, body_i, point_i, body_j, point_j, k, c, length0, actuator, params, 2)
 
     def rotational_spring_damper(self, name, body_i, body_j, k, c, angle0,
                                  actuator: Callable | None = None, params=None) -> str:
@@ -211,17 +202,14 @@ class Mechanism(MechanismBuilder):
         e.g. `i = mech.index("crank.phi")` (or `model.index(...)`, the same position)
         then `qd[i]`. Params `[name]["point"]` plus `params`.
         """
-        label = f"force {name!r}"
-        base = {"point": self._vector(f"{label}: `point`", point, (2,))}
-        return self._element(label, name, "force", body, None, base, params, self._function(f"{label}: `f`", f))
+        return self._applied(name, "force", body, point, f, params, 2)
 
     def torque(self, name, body, f: Callable, params=None) -> str:
         """Applied torque `f(q, qd, t, p) -> ()` (N·m, counter-clockwise) on `body`.
 
         `q`, `qd` are the full coordinate vectors (see `index`).
         """
-        label = f"torque {name!r}"
-        return self._element(label, name, "torque", body, None, {}, params, self._function(f"{label}: `f`", f))
+        return self._applied(name, "torque", body, None, f, params, 2)
 
     # ---------------------------------------------------------------- queries
     @property

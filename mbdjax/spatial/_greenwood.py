@@ -70,7 +70,15 @@ class Greenwood(QuasiVelocity):
             return jnp.stack([P[b].v for b in self.bodies]), jnp.stack([P[b].w_body for b in self.bodies])
 
         (v, wb), (a0, alpha0) = jax.jvp(lambda x, s: body_velocities(x, s, u), (q, t), (qd, jnp.ones_like(t)))
-        gamma, beta = jax.jacfwd(lambda uu: body_velocities(q, t, uu))(u)  # (nb, 3, f) each
+        # Partial velocities: the body velocities are linear in u at fixed (q, t), so
+        # differentiate through q̇ = W u + w₀ with the map already evaluated.
+        w0 = qd - W @ u
+
+        def at_fixed_q(uu):
+            P = self.poses(q, W @ uu + w0)
+            return jnp.stack([P[b].v for b in self.bodies]), jnp.stack([P[b].w_body for b in self.bodies])
+
+        gamma, beta = jax.jacfwd(at_fixed_q)(u)  # (nb, 3, f) each
         f = u.shape[0]
         lhs = jnp.zeros((f, f))
         rhs = W.T @ (dyn.applied_forces(model, q, qd, t, p)

@@ -201,28 +201,16 @@ class Mechanism(MechanismBuilder):
         `actuator(l, ldot, t, p) -> F` (N) as an applied force. Params `[name]`:
         `point_i`, `point_j`, `k`, `c`, `length0`, plus `params`.
         """
-        label = f"spring_damper {name!r}"
-        base = {
-            "point_i": self._vector(f"{label}: `point_i`", point_i, (3,)),
-            "point_j": self._vector(f"{label}: `point_j`", point_j, (3,)),
-            "k": self._scalar(f"{label}: `k`", k),
-            "c": self._scalar(f"{label}: `c`", c),
-            "length0": self._scalar(f"{label}: `length0`", length0),
-        }
-        return self._element(label, name, "spring_damper", body_i, body_j, base, params,
-                             self._function(f"{label}: `actuator`", actuator, required=False))
+        return self._spring_damper(name, body_i, point_i, body_j, point_j, k, c, length0, actuator, params, 3)
 
     def force(self, name, body, point, f: Callable, params=None) -> str:
         """Applied force `f(q, qd, t, p) -> (3,)` (N, global axes) at the body point
         `point`; params `[name]["point"]` plus `params`."""
-        label = f"force {name!r}"
-        base = {"point": self._vector(f"{label}: `point`", point, (3,))}
-        return self._element(label, name, "force", body, None, base, params, self._function(f"{label}: `f`", f))
+        return self._applied(name, "force", body, point, f, params, 3)
 
     def torque(self, name, body, f: Callable, params=None) -> str:
         """Applied torque `f(q, qd, t, p) -> (3,)` (N·m, global axes) on `body`."""
-        label = f"torque {name!r}"
-        return self._element(label, name, "torque", body, None, {}, params, self._function(f"{label}: `f`", f))
+        return self._applied(name, "torque", body, None, f, params, 3)
 
     # ---------------------------------------------------------------- queries
     @property
