@@ -42,6 +42,9 @@ class CheckReport:
         mass_min_eig, reduced_mass_min_eig: the smallest eigenvalues of `M`, `Nᵀ M N`.
         constraint_residual: `max |Φ(q, t)|` (a configuration off the manifold is
             reported, not fixed).
+        first_order: massless loop rates (resistive loops of a network) that follow
+            first-order dynamics from their loop equations; `NᵀMN` is then required to
+            be positive on the other admissible velocities only.
         coordinate_singular: names of coordinate singularities within the model's
             `singularity_tol` of `q` (3-1-3 Euler angles at sin θ ≈ 0), where the
             coordinates themselves fail even if the mechanism does not.
@@ -70,6 +73,7 @@ class CheckReport:
     problems: tuple[str, ...]
     t: float = 0.0
     coordinate_singular: tuple[str, ...] = ()
+    first_order: int = 0
 
     def __str__(self) -> str:
         def yn(b):
@@ -87,9 +91,11 @@ class CheckReport:
             ("singular configuration", yn(self.singular) + (
                 f" (dependent: {', '.join(self.dependent)})" if self.singular else "")),
             ("M positive definite", f"{yn(self.mass_positive_definite)} (min eig {self.mass_min_eig:.3e})"),
-            ("M positive on null(B)", f"{yn(self.mass_positive_on_nullspace)} "
-                                      f"(min eig {self.reduced_mass_min_eig:.3e})" if self.dof
-             else "yes (no admissible motion: dof = 0)"),
+            ("M positive on null(B)", "yes (no admissible motion: dof = 0)" if not self.dof
+             else "yes (every admissible motion is first-order)" if np.isinf(self.reduced_mass_min_eig)
+             else f"{yn(self.mass_positive_on_nullspace)} (min eig {self.reduced_mass_min_eig:.3e})"),
+            ("first-order (massless) loops", f"{self.first_order}" + (
+                " (rates from the loop equations, resistive: index 1)" if self.first_order else "")),
             ("coordinate singularity", ", ".join(self.coordinate_singular) or "none"),
             ("verdict", "OK: accelerations and multipliers are unique" if self.ok else "NOT OK"),
         ]
@@ -228,10 +234,27 @@ def check(model, q, t=0.0, params=None, *, qd=None, rtol=1e-9, probes=3, probe_s
         reduced_min = np.inf
         mass_null = True
     near = model.singular_coordinates(q, p)
+    first_order = 0
+    if not mass_null and not near:
+        # Massless loops with resistance are well posed: their rates solve the loop
+        # equations (first-order dynamics, mbdjax._first_order).
+        from ._errors import SimulationError
+        from ._first_order import first_order_structure
+
+        try:
+            fo = first_order_structure(model, p, jnp.asarray(q), jnp.asarray(t))
+        except SimulationError:
+            fo = None  # a loop without resistance: reported below as motion without inertia
+        if fo is not None and int(np.sum(red <= 1e-10 * mscale)) == len(fo.independent):
+            first_order = len(fo.independent)
+            mass_null = True
+            positive = red[red > 1e-10 * mscale]
+            reduced_min = float(positive[0]) if positive.size else np.inf
     if not mass_null:
         cause = ("; here the coordinates themselves are singular (below), which makes M degenerate"
                  if near else ": some motion allowed by the constraints has no inertia; give the massless "
-                 "bodies mass or constrain them")
+                 "bodies mass or constrain them (in a network, a loop of capacitors and sources only needs a "
+                 "resistor or an inductor)")
         problems.append(
             f"the mass matrix is not positive on the admissible velocities (smallest eigenvalue "
             f"of NᵀMN = {reduced_min:.2e}){cause}."
@@ -251,6 +274,6 @@ def check(model, q, t=0.0, params=None, *, qd=None, rtol=1e-9, probes=3, probe_s
         mass_positive_definite=bool(mass_pd), mass_positive_on_nullspace=bool(mass_null),
         mass_min_eig=mass_min, reduced_mass_min_eig=float(reduced_min),
         constraint_residual=residual, ok=bool(ok), problems=tuple(problems), t=t,
-        coordinate_singular=tuple(nm for nm, _ in near),
+        coordinate_singular=tuple(nm for nm, _ in near), first_order=first_order,
     )
 

@@ -72,12 +72,12 @@ def _cmd_run(args):
         return 1
     start = time.perf_counter()
     traj = simulate(ex.model, ex.q0, ex.qd0, t1=t1, formulation=args.formulation,
-                    stabilization=args.stabilization, saveat=args.points)
+                    stabilization=args.stabilization, saveat=args.points, **ex.options)
     jax.block_until_ready(traj.q)
     first = time.perf_counter() - start
     start = time.perf_counter()
     traj = simulate(ex.model, ex.q0, ex.qd0, t1=t1, formulation=args.formulation,
-                    stabilization=args.stabilization, saveat=args.points)
+                    stabilization=args.stabilization, saveat=args.points, **ex.options)
     jax.block_until_ready(traj.q)
     wall = time.perf_counter() - start
     pos = np.asarray(traj.position_residual()) if ex.model.m_h else np.zeros((1, 0))

@@ -38,3 +38,6 @@ def test_readme_quick_start_runs():
     network = re.search(r"### Networks: circuits, drives, hydraulics\n\n```python\n(.*?)```", readme, re.S).group(1)
     exec(compile(network, "README.md", "exec"), namespace)
     assert float(jnp.max(jnp.abs(namespace["p"]["residual"]))) < 1e-9
+    circuit = re.search(r"Nonlinear junctions follow SPICE's defaults:\n\n```python\n(.*?)```", readme, re.S).group(1)
+    exec(compile(circuit, "README.md", "exec"), namespace)
+    assert 4.0 < float(jnp.max(namespace["v_out"])) < 4.5       # 5 V peak less one diode drop

@@ -17,7 +17,9 @@ import jax.numpy as jnp
 import jax.scipy.linalg  # noqa: F401  (cho_factor, cho_solve)
 
 from .. import _dynamics as dyn
+from .. import _first_order as fo_
 from .. import _kinematics as kin
+from .._first_order import FirstOrder
 from .._tracing import is_concrete
 from .base import AbstractFormulation
 
@@ -30,11 +32,19 @@ class Augmented(AbstractFormulation):
             mass matrix with every entry positive), `True` (require it) or `False`
             (always the dense augmented matrix, needed with massless bodies).
 
+    Massless coordinates whose rates the constraints leave free (resistive loops of a
+    network: resistors, capacitors, diodes, sources without an inductor) are found by
+    `prepare` and get first-order dynamics (`mbdjax._first_order`): their rates solve
+    the loop equations `Wᵀ Q = 0`, differentiated along the motion, and the rates given
+    for them in `qd0` only start the Newton solve that makes the initial state
+    consistent.
+
     Multipliers follow THEORY §2: `M q̈ + Bᵀ λ = Q`, so the generalized constraint
     force is `−Bᵀ λ`.
     """
 
     schur: bool | str = "auto"
+    first_order: FirstOrder | None = eqx.field(static=True, default=None)
 
     def __check_init__(self):
         if self.schur not in ("auto", True, False):
@@ -44,6 +54,10 @@ class Augmented(AbstractFormulation):
         return model.n + model.m
 
     def prepare(self, model, p, q0, t0):
+        if self.first_order is None:
+            fo = fo_.first_order_structure(model, p, q0, t0)
+            if fo is not None:
+                return Augmented(schur=False, first_order=fo)
         if model.inertia_kind != "mass_diagonal" or model.m == 0:
             return Augmented(schur=False) if self.schur == "auto" else self
         if self.schur != "auto":
@@ -67,7 +81,51 @@ class Augmented(AbstractFormulation):
             "body); use mbdjax.Augmented(schur=False).",
         )
 
+    def initial_state(self, model, q0, qd0, t0, p):
+        if self.first_order is None:
+            return super().initial_state(model, q0, qd0, t0, p)
+        qd0 = fo_.solve_rates(model, self.first_order, q0, qd0, t0, p)
+        qd0 = eqx.error_if(
+            qd0, ~jnp.all(jnp.isfinite(qd0)),
+            "mbdjax.simulate: the rates of the massless (resistive-loop) coordinates could not "
+            "be solved at t0 (Newton did not converge); check the element laws and parameters "
+            "at the initial state, or give qd0 closer values for them.",
+        )
+        return jnp.concatenate([q0, qd0])
+
+    def projects(self, stabilization):
+        # The massless rates are re-solved after every step (their stored values are the
+        # next Newton start), with or without a projecting stabilization.
+        return stabilization.projects or self.first_order is not None
+
+    def project(self, model, t, y, p, stabilization):
+        if self.first_order is None:
+            return super().project(model, t, y, p, stabilization)
+        n = model.n
+        q, qd = stabilization.project(model, y[:n], y[n:], t, p) if stabilization.projects else (y[:n], y[n:])
+        return jnp.concatenate([q, fo_.solve_rates(model, self.first_order, q, qd, t, p)])
+
+    def vector_field(self, model, t, y, p, stabilization):
+        if self.first_order is None:
+            return super().vector_field(model, t, y, p, stabilization)
+        # The massless entries of q̇ in the state are not integrated (derivative zero):
+        # they are solved at every right-hand side, from the loop equations.
+        n = model.n
+        qd = fo_.solve_rates(model, self.first_order, y[:n], y[n:], t, p)
+        qdd, _ = fo_.accelerations(model, self.first_order, y[:n], qd, t, p, stabilization)
+        return jnp.concatenate([qd, qdd.at[jnp.asarray(self.first_order.massless)].set(0.0)])
+
+    def outputs_from_state(self, model, y, t, p, stabilization, aux=None):
+        if self.first_order is None:
+            return super().outputs_from_state(model, y, t, p, stabilization, aux)
+        n = model.n
+        qd = fo_.solve_rates(model, self.first_order, y[:n], y[n:], t, p)
+        qdd, lam = fo_.accelerations(model, self.first_order, y[:n], qd, t, p, stabilization)
+        return y[:n], qd, qdd, lam, None
+
     def accelerations(self, model, q, qd, t, p, stabilization):
+        if self.first_order is not None:
+            return fo_.accelerations(model, self.first_order, q, qd, t, p, stabilization)
         Q = dyn.forcing(model, q, qd, t, p)
         if model.m == 0:
             if model.inertia_kind == "mass_diagonal":

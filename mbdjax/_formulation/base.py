@@ -86,6 +86,11 @@ class AbstractFormulation(eqx.Module):
         n = model.n
         return jnp.concatenate(stabilization.project(model, y[:n], y[n:], t, p))
 
+    def projects(self, stabilization):
+        """Whether every step's result passes through `project` (default: when the
+        stabilization projects)."""
+        return stabilization.projects
+
     def integrate(self, model, stabilization, settings, y0, p, t0, t1, ts):
         """Integrate the state from `y0` at `t0` to `t1`, saved at `ts`; returns an
         `Integrated`. `settings` is `(solver, adjoint, stepsize_controller, dt0,
@@ -101,7 +106,7 @@ class AbstractFormulation(eqx.Module):
         # The coordinates' own singularities (3-1-3 Euler angles at sin θ = 0) are
         # watched at every step, not only at the output times.
         event = singularity_event(model, model.n)
-        sol = solve(vector_field, project if stabilization.projects else None, settings, t0, t1, y0, p, ts,
+        sol = solve(vector_field, project if self.projects(stabilization) else None, settings, t0, t1, y0, p, ts,
                     event=event)
         singular = (sol.result == diffrax.RESULTS.event_occurred) if event is not None else False
         return Integrated(sol.ts, sol.ys, sol.result, sol.stats["num_steps"], singular=singular)

@@ -22,6 +22,7 @@ from .. import _dynamics as dyn
 from .. import _kinematics as kin
 from .._errors import SimulationError
 from .._tracing import is_concrete
+from .._first_order import refuse as refuse_first_order
 from .base import AbstractFormulation
 from .partition import check_names, check_partition, partition_basis, pivoted_dependent
 
@@ -58,6 +59,7 @@ class MultiplierFree(AbstractFormulation):
         return model.n
 
     def prepare(self, model, p, q0, t0):
+        refuse_first_order(model, p, q0, t0, "MultiplierFree")
         m = model.m
         if m == 0:
             return MultiplierFree(dependent=(), multipliers=self.multipliers)

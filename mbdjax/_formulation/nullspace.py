@@ -31,6 +31,7 @@ from .. import _dynamics as dyn
 from .. import _kinematics as kin
 from .._solve import solve
 from .._tracing import is_concrete
+from .._first_order import refuse as refuse_first_order
 from .base import AbstractFormulation, Integrated, singularity_event
 from .partition import (check_names, check_partition, complete_partition, order_dependent, partition_basis,
                         partition_condition, pivoted_dependent, select_partition)
@@ -152,6 +153,7 @@ class NullSpace(AbstractFormulation):
 
     # ------------------------------------------------------------------ set-up
     def prepare(self, model, p, q0, t0):
+        refuse_first_order(model, p, q0, t0, "NullSpace")
         if self.independent is None:
             if model.m and is_concrete(p, q0, t0):
                 # The automatic choice must be usable: a rank-deficient B has none.

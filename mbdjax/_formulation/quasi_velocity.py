@@ -28,6 +28,7 @@ from .. import _dynamics as dyn
 from .. import _kinematics as kin
 from .._errors import SimulationError
 from .._stabilization.projection import Projection, project_positions
+from .._first_order import refuse as refuse_first_order
 from .base import AbstractFormulation
 from .._checks import _rank
 from .._tracing import is_concrete
@@ -80,6 +81,7 @@ class QuasiVelocity(AbstractFormulation):
         return MultiplierFree(dependent=tuple(c for c in model.coordinates if c not in ind))
 
     def prepare(self, model, p, q0, t0):
+        refuse_first_order(model, p, q0, t0, "QuasiVelocity")
         if self.definition is not None:
             self._check_definition(model, p, q0, t0)
             return self

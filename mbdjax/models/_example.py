@@ -21,6 +21,8 @@ class Example:
         t1: a sensible end time (s) for a demonstration run.
         mechanism: the `mbdjax.planar.Mechanism` the model was built from (None for
             models from other front ends).
+        options: keyword arguments for `mbdjax.simulate` that suit this system (a
+            circuit's `atol` in coulombs), used by `mbdjax run`.
     """
 
     name: str
@@ -30,3 +32,4 @@ class Example:
     qd0: jax.Array
     t1: float
     mechanism: Any = None
+    options: dict = dataclasses.field(default_factory=dict)

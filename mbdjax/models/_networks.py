@@ -1,5 +1,5 @@
-"""Network examples (Fabien ch. 1): a series RLC circuit and a DC motor driving the
-planar slider-crank."""
+"""Network examples (Fabien ch. 1): a series RLC circuit, a DC motor driving the
+planar slider-crank, a half-wave diode rectifier and a common-emitter transistor stage."""
 
 from __future__ import annotations
 
@@ -73,3 +73,53 @@ def dc_motor_crank(V=6.0, K=0.5, R=2.0, L=0.01) -> Example:
                                  fix_qd={"crank.phi": 0.0, "dcm.q": 0.0})
     return Example("dc-motor-crank", "DC motor (6 V, K = 0.5 N·m/A, 2 Ω, 10 mH) driving the slider-crank "
                    "through its crank shaft.", model, q0, qd0, 2.0, net)
+
+
+def diode_rectifier(V=5.0, f=50.0, R=1e3, C=10e-6) -> Example:
+    """Half-wave rectifier: a sine source `V sin 2πft` (5 V, 50 Hz, "V1", node "in")
+    feeds a junction diode "D1" (ngspice's default: I_s = 1e-14 A, n = 1) into node
+    "out", loaded by "R1" (1 kΩ) parallel to "C1" (10 µF) to ground; starts with the
+    capacitor empty, t1 = 60 ms (three periods; RC = 10 ms, so the ripple is large).
+
+    No inductance anywhere: every current follows from the loop equations
+    (first-order dynamics; formulation "augmented"). Charges are in coulombs (tens of
+    µC), so `options` tightens `atol` to 1e-14.
+    """
+    net = Network()
+    for n in ("in", "out"):
+        net.node(n, "electrical")
+    net.effort_source("V1", "in", "ground", lambda t, p: p["V1"]["V"] * jnp.sin(2 * jnp.pi * p["V1"]["f"] * t),
+                      params={"V": V, "f": f})
+    net.diode("D1", "in", "out")
+    net.resistor("R1", "out", "ground", R=R)
+    net.capacitor("C1", "out", "ground", C=C)
+    model = net.build()
+    zero = jnp.zeros(model.n)
+    return Example("diode-rectifier", "Half-wave diode rectifier (5 V, 50 Hz sine; 1 kΩ ∥ 10 µF load), "
+                   "charging from empty.", model, zero, zero, 0.06, net, options={"atol": 1e-14})
+
+
+def common_emitter(VCC=10.0, bias=1.5, amplitude=0.1, f=1e3) -> Example:
+    """Common-emitter stage with emitter degeneration: NPN "Q1" (I_s = 1e-16 A, β_F =
+    100, β_R = 1) with "RC" = 2 kΩ from "VCC" (10 V), "RE" = 1 kΩ to ground, base fed
+    from "VIN" (1.5 V + 0.1 V sin 2π·1 kHz t) through "RB" = 10 kΩ, and a 100 nF
+    load "CL" at the collector; starts with the load capacitor empty (the transistor
+    saturated), t1 = 3 ms. Small-signal gain about −RC/RE = −2.
+    """
+    net = Network()
+    for n in ("vcc", "in", "b", "c", "e"):
+        net.node(n, "electrical")
+    net.effort_source("VCC", "vcc", "ground", lambda t, p: p["VCC"]["V"], params={"V": VCC})
+    net.effort_source("VIN", "in", "ground",
+                      lambda t, p: p["VIN"]["bias"] + p["VIN"]["amplitude"] * jnp.sin(2 * jnp.pi * p["VIN"]["f"] * t),
+                      params={"bias": bias, "amplitude": amplitude, "f": f})
+    net.resistor("RB", "in", "b", R=10e3)
+    net.resistor("RC", "vcc", "c", R=2e3)
+    net.resistor("RE", "e", "ground", R=1e3)
+    net.capacitor("CL", "c", "ground", C=100e-9)
+    net.bjt_npn("Q1", "c", "b", "e", I_s=1e-16, beta_f=100.0, beta_r=1.0)
+    model = net.build()
+    zero = jnp.zeros(model.n)
+    return Example("common-emitter", "Common-emitter NPN stage (10 V supply, 2 kΩ / 1 kΩ, 100 nF load), "
+                   "1.5 V + 0.1 V at 1 kHz on the base resistor.", model, zero, zero, 0.003, net,
+                   options={"atol": 1e-14})

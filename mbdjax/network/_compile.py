@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._model import Model
-from ._laws import integral_of
+from ._laws import integral_of, junction_content, junction_voltage
 from ._structure import structure_problems
 from ._network import DOMAINS, GROUND
 
@@ -35,6 +35,8 @@ class _Layout:
     edge_index: dict      # coordinate name -> index
     edges: list           # (index, from, to) for the junction laws
     inertia: list         # (index, params key path) diagonal entries
+    taps: list = dataclasses.field(default_factory=list)  # (index, node, coef(p)) weighted flows into nodes
+    links: list = dataclasses.field(default_factory=list)  # (index, from, to) graph-only edges (transistors)
 
 
 def _edge_domain(net, element):
@@ -65,7 +67,7 @@ def _layout(net, mechanism, attach):
 
     for e in net._elements:
         k, t = e.kind, e.terminals
-        if k in ("inductor", "capacitor", "resistor", "inertance", "fluid_capacitor", "fluid_resistor"):
+        if k in ("inductor", "capacitor", "resistor", "diode", "inertance", "fluid_capacitor", "fluid_resistor"):
             add_edge(f"{e.name}.{_SUFFIX[_edge_domain(net, e)]}", t[0], t[1])
         elif k in ("effort_source", "flow_source") and _edge_domain(net, e) in _SUFFIX:
             frm, to = (t[1], t[0]) if k == "effort_source" else (t[0], t[1])
@@ -80,6 +82,16 @@ def _layout(net, mechanism, attach):
             add_edge(f"{e.name}.V", t[0], t[1])
         elif k == "dc_motor":
             add_edge(f"{e.name}.q", t[0], t[1])
+    taps, links = [], []
+    for e in net._elements:
+        if e.kind in ("bjt_npn", "bjt_pnp"):
+            c, b, em = e.terminals
+            for junction, (to_b, to_c, to_e) in _bjt_taps(e).items():
+                edge_index[f"{e.name}.{junction}"] = len(coords)
+                coords.append(f"{e.name}.{junction}")
+                for node, coef in ((b, to_b), (c, to_c), (em, to_e)):
+                    taps.append((edge_index[f"{e.name}.{junction}"], node, coef))
+            links += [(edge_index[f"{e.name}.qF"], b, em), (edge_index[f"{e.name}.qR"], b, c)]
     inertia = []
     for e in net._elements:
         if e.kind == "mass":
@@ -92,7 +104,34 @@ def _layout(net, mechanism, attach):
             inertia.append((edge_index[f"{e.name}.V"], (e.name, "I")))
         elif e.kind == "dc_motor":
             inertia.append((edge_index[f"{e.name}.q"], (e.name, "L")))
-    return _Layout(n_mech, coords, node_index, edge_index, edges, inertia)
+    return _Layout(n_mech, coords, node_index, edge_index, edges, inertia, taps, links)
+
+
+def _alpha(beta):
+    return beta / (1.0 + beta)
+
+
+def _bjt_taps(e):
+    """`{junction: (coef(p) into base, into collector, into emitter)}` of the injection
+    flows `i_F`, `i_R` of a transistor (NPN: `i_C = α_F i_F − i_R`, `i_E = i_F −
+    α_R i_R` leave the collector node and enter the emitter node; PNP reversed)."""
+    s, nm = (1.0 if e.kind == "bjt_npn" else -1.0), e.name
+    aF = lambda p: _alpha(p[nm]["beta_f"])  # noqa: E731
+    aR = lambda p: _alpha(p[nm]["beta_r"])  # noqa: E731
+    return {
+        "qF": (lambda p: -s * (1 - aF(p)), lambda p: -s * aF(p), lambda p: s * 1.0),
+        "qR": (lambda p: -s * (1 - aR(p)), lambda p: s * 1.0, lambda p: -s * aR(p)),
+    }
+
+
+def _bjt_junctions(e, qd, p, edge):
+    """`(v_F, v_R, α_F, α_R)`: junction voltages (v_BE, v_BC for NPN; v_EB, v_CB for
+    PNP) of the injection flows, from the inverted junction laws."""
+    f = p[e.name]
+    aF, aR = _alpha(f["beta_f"]), _alpha(f["beta_r"])
+    vF = junction_voltage(edge(qd, e, "qF"), f["I_s"] / aF, f["V_T"], f["gmin"])
+    vR = junction_voltage(edge(qd, e, "qR"), f["I_s"] / aR, f["V_T"], f["gmin"])
+    return vF, vR, aF, aR
 
 
 class _Parts:
@@ -138,6 +177,9 @@ class _Parts:
             elif e.kind == "dc_motor":
                 f = self.edge(qd, e)
                 D = D + 0.5 * p[e.name]["R"] * f * f
+            elif e.kind == "diode":
+                d = p[e.name]
+                D = D + junction_content(self.edge(qd, e), d["I_s"], d["n"] * d["V_T"], d["gmin"])
         return D
 
     def forces(self, q, qd, t, p):
@@ -153,6 +195,10 @@ class _Parts:
                         Q = Q.at[self.lay.node_index[a]].add(value)
                     if b != GROUND:
                         Q = Q.at[self.lay.node_index[b]].add(-value)
+            elif e.kind in ("bjt_npn", "bjt_pnp"):
+                vF, vR, aF, aR = _bjt_junctions(e, qd, p, self.edge)
+                Q = Q.at[self.lay.edge_index[f"{e.name}.qF"]].add(-vF + aF * vR)
+                Q = Q.at[self.lay.edge_index[f"{e.name}.qR"]].add(-vR + aR * vF)
             elif e.kind == "dc_motor":
                 K = p[e.name]["K"]
                 i = self.lay.edge_index[f"{e.name}.q"]
@@ -172,10 +218,17 @@ class _Parts:
                 continue
             into = [i for i, _, to in self.lay.edges if to == node]
             out_ = [i for i, frm, _ in self.lay.edges if frm == node]
-            if not into and not out_:
+            taps = [(i, coef) for i, nd, coef in self.lay.taps if nd == node]
+            if not into and not out_ and not taps:
                 continue
             fi, fo = np.array(into, dtype=int), np.array(out_, dtype=int)
-            out.append((node, node, lambda q, qd, t, p, fi=fi, fo=fo: jnp.sum(qd[fi]) - jnp.sum(qd[fo])))
+
+            def kcl(q, qd, t, p, fi=fi, fo=fo, taps=tuple(taps)):
+                total = jnp.sum(qd[fi]) - jnp.sum(qd[fo])
+                for i, coef in taps:
+                    total = total + coef(p) * qd[i]
+                return total
+            out.append((node, node, kcl))
         for e in self.net._elements:
             fn = self._row(e)
             if fn is not None:
@@ -229,6 +282,17 @@ class _Parts:
         if k in ("capacitor", "fluid_capacitor"):
             return lambda q, qd, qdd, mu, tt, p: one(
                 e.fn(self.edge(q, e), p) if e.fn else self.edge(q, e) / p[nm]["C"], self.edge(qd, e))
+        if k == "diode":
+            def diode(q, qd, qdd, mu, tt, p):
+                d, i = p[nm], self.edge(qd, e)
+                return one(junction_voltage(i, d["I_s"], d["n"] * d["V_T"], d["gmin"]), i)
+            return diode
+        if k in ("bjt_npn", "bjt_pnp"):
+            def bjt(q, qd, qdd, mu, tt, p):
+                vF, vR, aF, aR = _bjt_junctions(e, qd, p, self.edge)
+                return (jnp.stack([vF - aF * vR, vR - aR * vF]),
+                        jnp.stack([self.edge(qd, e, "qF"), self.edge(qd, e, "qR")]))
+            return bjt
         if k in ("resistor", "fluid_resistor"):
             return lambda q, qd, qdd, mu, tt, p: one(
                 e.fn(self.edge(qd, e), p) if e.fn else p[nm]["R"] * self.edge(qd, e), self.edge(qd, e))
@@ -327,7 +391,7 @@ def compile_network(net, mechanism, attach):
             "node_rate": {nd: (lambda qd, i=i: qd[..., i]) for nd, i in lay.node_index.items()},
             "attached": dict(attach),
         },
-        "structure_problems": tuple(structure_problems(net, lay.edges, owner)),
+        "structure_problems": tuple(structure_problems(net, lay.edges + lay.links, owner)),
     }
     if mechanism is not None and mechanism.metadata:
         metadata = {**mechanism.metadata, **metadata}

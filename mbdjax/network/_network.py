@@ -10,6 +10,7 @@ import jax.numpy as jnp
 
 from .._builder import Builder
 from .._errors import ModelError
+from ._laws import THERMAL_VOLTAGE
 
 GROUND = "ground"
 
@@ -188,6 +189,52 @@ class Network(Builder):
     def resistor(self, name, a, b, R=1.0, law=None, params=None) -> str:
         """Resistor `R` (Ω) from a to b: content `½ R i²`, or `law(i, p) -> voltage`."""
         return self._add(name, "resistor", (a, b), {"R": R}, law, "law", params)
+
+    def diode(self, name, a, b, I_s=1e-14, n=1.0, V_T=None, gmin=1e-12) -> str:
+        """Junction diode from anode a to cathode b (`"<name>.q"`), Shockley's law with
+        SPICE's parallel conductance: `i = I_s (e^{v / n V_T} − 1) + gmin v`.
+
+        Entered through its content `D(i) = ∫ v(i) di` (the law inverted for `v(i)`
+        by a monotone Newton solve, derivatives exact by implicit differentiation).
+        Params `[name]`: `I_s` (A, default 1e-14), `n` (emission coefficient, 1),
+        `V_T` (V, default k·300.15 K/q = 25.865 mV) and `gmin` (S, 1e-12), which
+        match ngspice's default diode model. A diode has no inertia: in a loop
+        without an inductor its current follows from the loop equation
+        (first-order dynamics, formulation `"augmented"`).
+        """
+        numbers = {"I_s": I_s, "n": n, "V_T": THERMAL_VOLTAGE if V_T is None else V_T, "gmin": gmin}
+        return self._add(name, "diode", (a, b), numbers)
+
+    def bjt_npn(self, name, c, b, e, I_s=1e-16, beta_f=100.0, beta_r=1.0, V_T=None, gmin=1e-12) -> str:
+        """NPN bipolar transistor (collector c, base b, emitter e), Ebers–Moll model.
+
+        Two junction diodes carry the injection currents `i_F = I_ES (e^{v_BE/V_T} −
+        1)` and `i_R = I_CS (e^{v_BC/V_T} − 1)` (plus `gmin v`), `I_ES = I_s/α_F`,
+        `I_CS = I_s/α_R`, `α = β/(1 + β)`; the controlled sources give the terminal
+        currents `i_C = α_F i_F − i_R`, `i_E = i_F − α_R i_R`, `i_B = i_E − i_C`
+        (this is SPICE's Gummel–Poon model with its default, ideal parameters).
+        Coordinates `"<name>.qF"`, `"<name>.qR"` (the injected charges); the
+        controlled sources enter the junction laws as velocity-dependent forces, so
+        the element is active (not a content). Ports: `(v_BE − α_F v_BC, i_F)` and
+        `(v_BC − α_R v_BE, i_R)`, whose power sum is the transistor's `v_BE i_B +
+        v_CE i_C`. Params `[name]`: `I_s` (A), `beta_f`, `beta_r`, `V_T` (V),
+        `gmin` (S).
+        """
+        return self._bjt(name, "bjt_npn", c, b, e, I_s, beta_f, beta_r, V_T, gmin)
+
+    def bjt_pnp(self, name, c, b, e, I_s=1e-16, beta_f=100.0, beta_r=1.0, V_T=None, gmin=1e-12) -> str:
+        """PNP bipolar transistor (collector c, base b, emitter e), Ebers–Moll model:
+        `bjt_npn` with every junction voltage and terminal current reversed (`v_EB`,
+        `v_CB` drive the junctions; current flows out of the collector)."""
+        return self._bjt(name, "bjt_pnp", c, b, e, I_s, beta_f, beta_r, V_T, gmin)
+
+    def _bjt(self, name, kind, c, b, e, I_s, beta_f, beta_r, V_T, gmin):
+        numbers = {"I_s": I_s, "beta_f": beta_f, "beta_r": beta_r,
+                   "V_T": THERMAL_VOLTAGE if V_T is None else V_T, "gmin": gmin}
+        if len({c, b, e}) < 3:
+            self._problems.append(f"{kind} {name!r}: collector, base and emitter must be three different "
+                                  f"nodes, got {(c, b, e)}.")
+        return self._add(name, kind, (c, b, e), numbers)
 
     # ----------------------------------------------------------------- fluid
     def inertance(self, name, a, b, I) -> str:  # noqa: E741 - the textbook symbol

@@ -14,9 +14,13 @@ TERMINALS = {
     "inductor": (E, E), "capacitor": (E, E), "resistor": (E, E), "transformer": (E, E, E, E),
     "inertance": (F, F), "fluid_capacitor": (F, F), "fluid_resistor": (F, F), "piston_transformer": (F, F, F, F),
     "rack_pinion": (R, T), "hydraulic_piston": (F, F, T), "dc_motor": (E, E, R),
+    "diode": (E, E), "bjt_npn": (E, E, E), "bjt_pnp": (E, E, E),
     "effort_source": (None, None), "flow_source": (None, None),
 }
-POSITIVE = {"m": "mass", "J": "inertia", "L": "inductance", "I": "inertance", "C": "capacitance"}
+POSITIVE = {"m": "mass", "J": "inertia", "L": "inductance", "I": "inertance", "C": "capacitance",
+            "I_s": "saturation current", "n": "emission coefficient", "V_T": "thermal voltage",
+            "beta_f": "forward current gain", "beta_r": "reverse current gain",
+            "gmin": "junction conductance"}
 NONNEGATIVE = {"R": "resistance", "c": "damping", "k": "stiffness"}
 NONZERO = ("arm_a", "arm_b", "r_a", "r_b", "N1", "N2", "A1", "A2", "r", "A", "K")
 
@@ -53,7 +57,7 @@ def validate(net, mechanism, attach) -> list[str]:
                 problems.append(f"{label}: its terminals are in different domains {sorted(found)}; a source "
                                 "acts within one domain.")
         pairs = [e.terminals[i:i + 2] for i in range(0, 2 * (len(e.terminals) // 2), 2)]
-        if e.kind not in ("rack_pinion", "hydraulic_piston", "dc_motor") and any(
+        if e.kind not in ("rack_pinion", "hydraulic_piston", "dc_motor", "bjt_npn", "bjt_pnp") and any(
                 a == b for a, b in pairs):
             problems.append(f"{label}: both terminals are {pairs[0][0]!r}; connect it between two different nodes.")
         for key, value in e.params.items():
