@@ -83,7 +83,7 @@ def _cmd_run(args):
     pos = np.asarray(traj.position_residual()) if ex.model.m_h else np.zeros((1, 0))
     vel = np.asarray(traj.velocity_residual()) if ex.model.m else np.zeros((1, 0))
     energy = np.asarray(traj.energy())
-    scale = max(abs(float(energy[0])), float(np.max(np.abs(np.asarray(traj.kinetic_energy())))), 1e-300)
+    scale = max(float(np.max(np.abs(energy))), float(np.max(np.abs(np.asarray(traj.kinetic_energy())))), 1e-300)
     try:
         work = np.asarray(traj.work())
     except MbdjaxError:  # mass_matrix models, or drivers without multipliers

@@ -13,6 +13,7 @@ from . import _kinematics as kin
 from ._errors import SimulationError
 from ._formulation import resolve_formulation
 from ._stabilization import resolve_stabilization
+from ._switching import switching_of
 from ._tracing import is_concrete
 from ._trajectory import Trajectory
 
@@ -36,6 +37,9 @@ _MESSAGES = (
     "singularity margin fell below singularity_tol; for spatial bodies, 3-1-3 Euler "
     "angles at θ = 0 or π), where the angle rates are not defined; build the body with "
     "orientation='quaternion' (Euler parameters have no singularity).",
+    "mbdjax.simulate: the modes switched max_switches times before t1 (stick–slip "
+    "friction sticking and slipping); raise the model's switching bound "
+    "(coulomb_friction(..., max_switches=)) or shorten the interval.",
 )
 
 
@@ -172,7 +176,11 @@ def _simulate(model, formulation, stabilization, solver, adjoint, q0, qd0, p, t0
     run = formulation.integrate(model, stabilization, (solver, adjoint, controller, dt0, max_steps),
                                 y0, p, t0, t1, ts)
 
+    switching = switching_of(model)
+
     def outputs(yi, ti, aux):
+        if switching is not None:  # aux: the modes at this output time
+            return formulation.outputs_from_state(model, yi, ti, switching.with_modes(p, aux), stabilization)
         return formulation.outputs_from_state(model, yi, ti, p, stabilization, aux)
 
     q, qd, qdd, lam, u = jax.vmap(outputs)(run.ys, run.ts, run.aux)
@@ -187,9 +195,10 @@ def _simulate(model, formulation, stabilization, solver, adjoint, q0, qd0, p, t0
         else:
             drift_bad = jnp.asarray(False)
         chart_bad = jnp.asarray(run.singular)
-        bad = (~ok) | (~finite) | drift_bad | chart_bad
-        index = jnp.where(chart_bad, 5, jnp.where(max_steps_hit, 0, jnp.where(partitions_hit, 4, jnp.where(
-            ~ok, 1, jnp.where(~finite, 2, 3)))))
+        switches_bad = jnp.asarray(run.switches["exhausted"]) if run.switches is not None else jnp.asarray(False)
+        bad = (~ok) | (~finite) | drift_bad | chart_bad | switches_bad
+        index = jnp.where(switches_bad, 6, jnp.where(chart_bad, 5, jnp.where(max_steps_hit, 0, jnp.where(
+            partitions_hit, 4, jnp.where(~ok, 1, jnp.where(~finite, 2, 3))))))
         q = eqx.branched_error_if(q, bad, index, _MESSAGES)
     return Trajectory(
         t=run.ts, q=q, qd=qd, qdd=qdd, lam=lam, u=u, result=run.result,
@@ -197,4 +206,6 @@ def _simulate(model, formulation, stabilization, solver, adjoint, q0, qd0, p, t0
         coordinates=model.coordinates, constraint_names=model.constraint_names,
         nonholonomic_names=model.nonholonomic_names, settings=settings,
         partitions=run.partitions,
+        modes=run.aux if switching is not None else None,
+        switches=run.switches,
     )

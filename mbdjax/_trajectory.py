@@ -19,7 +19,7 @@ from ._tracing import is_concrete
 
 _FORMAT = "mbdjax-trajectory/1"
 # network elements whose efforts are junction or constraint multipliers
-_NEEDS_MULTIPLIERS = ("flow_source", "lever", "gear", "transformer", "piston_transformer", "rack_pinion",
+_NEEDS_MULTIPLIERS = ("flow_source", "stick_slip", "lever", "gear", "transformer", "piston_transformer", "rack_pinion",
                       "hydraulic_piston")
 
 
@@ -79,6 +79,9 @@ class Trajectory(eqx.Module):
         coordinates, constraint_names, nonholonomic_names: names of `q` and `lam` rows.
         settings: solver settings (formulation, stabilization, tolerances, solver).
         u: `(T, f)` quasi-velocities for the quasi-velocity formulation, else None.
+        modes: `(T, k)` values of the model's discrete modes at each output time
+            (stick–slip friction), else None; derived outputs use them.
+        switches: the switch log of a model with modes (see `switch_history`).
         partitions: the null-space formulation's coordinate partitions, else None: a
             dict with `"t" (K,)` the time each partition took over (inf for unused
             slots) and `"independent" (K, n − m)` the indices of its independent
@@ -100,6 +103,8 @@ class Trajectory(eqx.Module):
     settings: tuple = eqx.field(static=True, default=())
     u: jax.Array | None = None
     partitions: Any = None
+    modes: Any = None
+    switches: Any = None
 
     # ------------------------------------------------------------ accessors
     @property
@@ -161,19 +166,41 @@ class Trajectory(eqx.Module):
     def _map(self, fn, *arrays):
         return jax.vmap(fn)(*arrays)
 
+    def _mapp(self, fn, *arrays):
+        """`vmap` of `fn(*arrays_k, p_k)` over the output times, `p_k` the parameters at
+        time k (the model's discrete modes, where it has any, vary with time)."""
+        switching = (self.model.metadata or {}).get("switching") if self.model is not None else None
+        if switching is None or self.modes is None:
+            return jax.vmap(lambda *a: fn(*a, self.params))(*arrays)
+        return jax.vmap(lambda *a: fn(*a[:-1], switching.with_modes(self.params, a[-1])))(*arrays, self.modes)
+
+    def switch_history(self) -> list[tuple[float, dict]]:
+        """`[(t, {leaf: value}), ...]`: the mode switches of a model with discrete modes
+        (stick–slip friction): the time and the modes entered (`"<element>.stuck"`,
+        `"<element>.direction"`); empty for models without modes."""
+        if self.switches is None:
+            return []
+        if self.t.ndim > 1:
+            raise MbdjaxError("Trajectory.switch_history: index one member of a batched trajectory first.")
+        switching = self.model.metadata["switching"]
+        names = [f"{a}.{b}" for a, b in switching.keys]
+        ts = np.asarray(self.switches["t"])
+        modes = np.asarray(self.switches["modes"])
+        return [(float(t), dict(zip(names, (float(v) for v in row)))) for t, row in zip(ts, modes) if np.isfinite(t)]
+
     # ------------------------------------------------------------ derived outputs
     @_per_trajectory
     def position_residual(self) -> jax.Array:
         """`(T, m_h)` holonomic residual `Φ(q, t)` at each output time."""
         model = self._need_model("position_residual")
-        return self._map(lambda q, t: kin.holonomic(model, q, t, self.params), self.q, self.t)
+        return self._mapp(lambda q, t, p: kin.holonomic(model, q, t, p), self.q, self.t)
 
     @_per_trajectory
     def velocity_residual(self) -> jax.Array:
         """`(T, m)` velocity residual `B q̇ − b` (nonholonomic rows included)."""
         model = self._need_model("velocity_residual")
-        return self._map(
-            lambda q, qd, t: kin.velocity_residual(model, q, qd, t, self.params), self.q, self.qd, self.t
+        return self._mapp(
+            lambda q, qd, t, p: kin.velocity_residual(model, q, qd, t, p), self.q, self.qd, self.t
         )
 
     @_per_trajectory
@@ -181,24 +208,24 @@ class Trajectory(eqx.Module):
         """`(T, m)` acceleration residual `B q̈ − g`."""
         model = self._need_model("acceleration_residual")
 
-        def res(q, qd, qdd, t):
-            B = kin.constraint_jacobian(model, q, t, self.params)
-            return B @ qdd - kin.acceleration_rhs(model, q, qd, t, self.params)
+        def res(q, qd, qdd, t, p):
+            B = kin.constraint_jacobian(model, q, t, p)
+            return B @ qdd - kin.acceleration_rhs(model, q, qd, t, p)
 
-        return self._map(res, self.q, self.qd, self.qdd, self.t)
+        return self._mapp(res, self.q, self.qd, self.qdd, self.t)
 
     @_per_trajectory
     def energy(self) -> jax.Array:
         """`(T,)` total energy `T + V` (applied non-potential forces make it vary)."""
         model = self._need_model("energy")
-        return self._map(lambda q, qd, t: dyn.energy(model, q, qd, t, self.params), self.q, self.qd, self.t)
+        return self._mapp(lambda q, qd, t, p: dyn.energy(model, q, qd, t, p), self.q, self.qd, self.t)
 
     @_per_trajectory
     def kinetic_energy(self) -> jax.Array:
         """`(T,)` kinetic energy."""
         model = self._need_model("kinetic_energy")
-        return self._map(
-            lambda q, qd, t: dyn.kinetic_energy(model, q, qd, t, self.params), self.q, self.qd, self.t
+        return self._mapp(
+            lambda q, qd, t, p: dyn.kinetic_energy(model, q, qd, t, p), self.q, self.qd, self.t
         )
 
     @_per_trajectory
@@ -217,23 +244,23 @@ class Trajectory(eqx.Module):
                 "terms, so the applied power is not defined; use kinetic_energy= for energy balances."
             )
 
-        def power(q, qd, t, lam):
-            P = dyn.applied_power(model, q, qd, t, self.params)
+        def power(q, qd, t, lam, p):
+            P = dyn.applied_power(model, q, qd, t, p)
             if lam is not None and model.m:
-                P = P - lam @ kin.velocity_rhs(model, q, t, self.params)
+                P = P - lam @ kin.velocity_rhs(model, q, t, p)
             return P
 
         if self.lam is None:
             if model.m:
-                b = self._map(lambda q, t: kin.velocity_rhs(model, q, t, self.params), self.q, self.t)
+                b = self._mapp(lambda q, t, p: kin.velocity_rhs(model, q, t, p), self.q, self.t)
                 if is_concrete(b) and float(jnp.max(jnp.abs(b))) > 0:
                     raise MbdjaxError(
                         "Trajectory.power: the model has driving (rheonomic) constraints, whose work "
                         "needs the multipliers; simulate with formulation='augmented' or "
                         "mbdjax.MultiplierFree(multipliers=True)."
                     )
-            return self._map(lambda q, qd, t: power(q, qd, t, None), self.q, self.qd, self.t)
-        return self._map(power, self.q, self.qd, self.t, self.lam)
+            return self._mapp(lambda q, qd, t, p: power(q, qd, t, None, p), self.q, self.qd, self.t)
+        return self._mapp(power, self.q, self.qd, self.t, self.lam)
 
     @_per_trajectory
     def work(self) -> jax.Array:
@@ -260,7 +287,7 @@ class Trajectory(eqx.Module):
             raise MbdjaxError(
                 f"Trajectory.reaction: no joint named {joint!r} with reactions; available: {sorted(fns)}."
             )
-        return self._map(lambda q, lam: fns[joint](q, lam, self.params), self.q, self.lam)
+        return self._mapp(lambda q, lam, p: fns[joint](q, lam, p), self.q, self.lam)
 
     # ------------------------------------------------------------ networks
     def _network(self, what):
@@ -284,11 +311,11 @@ class Trajectory(eqx.Module):
             )
         lam = self.lam if self.lam is not None else jnp.zeros(self.t.shape + (0,))
 
-        def one(q, qd, qdd, lam_k, t):
+        def one(q, qd, qdd, lam_k, t, p):
             mu = table["multipliers"](lam_k) if lam_k.shape[-1] else {}
-            return fn(q, qd, qdd, mu, t, self.params)
+            return fn(q, qd, qdd, mu, t, p)
 
-        return jax.vmap(one)(self.q, self.qd, self.qdd, lam, self.t)
+        return self._mapp(one, self.q, self.qd, self.qdd, lam, self.t)
 
     @_per_trajectory
     def effort(self, name: str) -> jax.Array:
@@ -375,6 +402,8 @@ class Trajectory(eqx.Module):
             arrays["lam"] = self.lam
         if self.u is not None:
             arrays["u"] = self.u
+        if self.modes is not None:
+            arrays["modes"] = self.modes
         arrays = {k: np.asarray(v) for k, v in arrays.items()}
         tmp = path + ".tmp.npz"
         np.savez(tmp, header=np.array(json.dumps(header)), **arrays)
@@ -391,6 +420,7 @@ class Trajectory(eqx.Module):
             arrays = {k: jnp.asarray(data[k]) for k in ("t", "q", "qd", "qdd")}
             lam = jnp.asarray(data["lam"]) if "lam" in data.files else None
             u = jnp.asarray(data["u"]) if "u" in data.files else None
+            modes = jnp.asarray(data["modes"]) if "modes" in data.files else None
         if model is not None and tuple(model.coordinates) != tuple(header["coordinates"]):
             raise MbdjaxError(
                 "Trajectory.load: the model's coordinates do not match the file's "
@@ -403,5 +433,5 @@ class Trajectory(eqx.Module):
             coordinates=tuple(header["coordinates"]),
             constraint_names=tuple(header["constraint_names"]),
             nonholonomic_names=tuple(header["nonholonomic_names"]),
-            settings=tuple(sorted(header["settings"].items())), u=u,
+            settings=tuple(sorted(header["settings"].items())), u=u, modes=modes,
         )

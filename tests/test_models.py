@@ -38,7 +38,7 @@ def test_get_unknown_name_lists_the_examples():
 
 GENERIC_MODELS = ("elliptic-pendulum", "rolling-disk-generic")
 SPATIAL_MODELS = ("top", "rolling-disk", "rolling-hemisphere")
-NETWORK_MODELS = ("rlc", "dc-motor-crank", "diode-rectifier", "common-emitter")
+NETWORK_MODELS = ("rlc", "dc-motor-crank", "diode-rectifier", "common-emitter", "stick-slip")
 
 
 def test_every_example_starts_consistent(examples):

@@ -21,7 +21,9 @@ class Integrated(NamedTuple):
     step count, `aux` (per output time, passed to `outputs_from_state`; None if
     unused), `partitions` (the null-space formulation's partition log, else None) and
     `singular` (True when the run stopped because the coordinates reached a
-    singularity of the model's `singularity` margins).
+    singularity of the model's `singularity` margins) and `switches` (for models with
+    discrete modes: `{"t": (S,), "modes": (S, k), "exhausted": bool}`, the switch log;
+    `aux` then holds the modes at each output time).
     """
 
     ts: jax.Array
@@ -31,6 +33,7 @@ class Integrated(NamedTuple):
     aux: Any = None
     partitions: Any = None
     singular: Any = False
+    switches: Any = None
 
 
 def singular_state(model, q):
@@ -95,7 +98,16 @@ class AbstractFormulation(eqx.Module):
         """Integrate the state from `y0` at `t0` to `t1`, saved at `ts`; returns an
         `Integrated`. `settings` is `(solver, adjoint, stepsize_controller, dt0,
         max_steps)`. Default: one diffrax solve, projected after every step when the
-        stabilization projects."""
+        stabilization projects; for a model with discrete modes, one solve per mode
+        (`mbdjax._switching`)."""
+        from .._switching import integrate_switched, switching_of
+
+        switching = switching_of(model)
+        if switching is not None:
+            ts_, ys, result, steps, modes, log_t, log_modes, exhausted = integrate_switched(
+                self, model, stabilization, settings, y0, p, t0, t1, ts, switching)
+            return Integrated(ts_, ys, result, steps, aux=modes,
+                              switches={"t": log_t, "modes": log_modes, "exhausted": exhausted})
 
         def vector_field(t, y, args):
             return self.vector_field(model, t, y, args, stabilization)

@@ -23,6 +23,7 @@ from .. import _kinematics as kin
 from .._errors import SimulationError
 from .._tracing import is_concrete
 from .._first_order import refuse as refuse_first_order
+from .._switching import refuse as refuse_switching
 from .base import AbstractFormulation
 from .partition import check_names, check_partition, partition_basis, pivoted_dependent
 
@@ -60,6 +61,7 @@ class MultiplierFree(AbstractFormulation):
 
     def prepare(self, model, p, q0, t0):
         refuse_first_order(model, p, q0, t0, "MultiplierFree")
+        refuse_switching(model, "MultiplierFree")
         m = model.m
         if m == 0:
             return MultiplierFree(dependent=(), multipliers=self.multipliers)

@@ -32,6 +32,7 @@ from .. import _kinematics as kin
 from .._solve import solve
 from .._tracing import is_concrete
 from .._first_order import refuse as refuse_first_order
+from .._switching import refuse as refuse_switching
 from .base import AbstractFormulation, Integrated, singularity_event
 from .partition import (check_names, check_partition, complete_partition, order_dependent, partition_basis,
                         partition_condition, pivoted_dependent, select_partition)
@@ -154,6 +155,7 @@ class NullSpace(AbstractFormulation):
     # ------------------------------------------------------------------ set-up
     def prepare(self, model, p, q0, t0):
         refuse_first_order(model, p, q0, t0, "NullSpace")
+        refuse_switching(model, "NullSpace")
         if self.independent is None:
             if model.m and is_concrete(p, q0, t0):
                 # The automatic choice must be usable: a rank-deficient B has none.

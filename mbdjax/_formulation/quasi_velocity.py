@@ -29,6 +29,7 @@ from .. import _kinematics as kin
 from .._errors import SimulationError
 from .._stabilization.projection import Projection, project_positions
 from .._first_order import refuse as refuse_first_order
+from .._switching import refuse as refuse_switching
 from .base import AbstractFormulation
 from .._checks import _rank
 from .._tracing import is_concrete
@@ -82,6 +83,7 @@ class QuasiVelocity(AbstractFormulation):
 
     def prepare(self, model, p, q0, t0):
         refuse_first_order(model, p, q0, t0, "QuasiVelocity")
+        refuse_switching(model, "QuasiVelocity")
         if self.definition is not None:
             self._check_definition(model, p, q0, t0)
             return self

@@ -21,7 +21,7 @@ from ._four_bar import four_bar as four_bar, massless_link_four_bar as massless_
 from ._four_bar import parallelogram_redundant as parallelogram_redundant
 from ._rolling_disk import rolling_disk as rolling_disk
 from ._networks import common_emitter as common_emitter, dc_motor_crank as dc_motor_crank, rlc as rlc
-from ._networks import diode_rectifier as diode_rectifier
+from ._networks import diode_rectifier as diode_rectifier, stick_slip as stick_slip
 from ._spatial import disk as disk, heavy_top as heavy_top, quasi_velocities as quasi_velocities
 from ._spatial import rolling_hemisphere as rolling_hemisphere
 from ._pendulums import double_pendulum as double_pendulum, pendulum_chain as pendulum_chain
@@ -42,6 +42,7 @@ EXAMPLES = {
     "dc-motor-crank": dc_motor_crank,
     "diode-rectifier": diode_rectifier,
     "common-emitter": common_emitter,
+    "stick-slip": stick_slip,
     "massless-four-bar": massless_link_four_bar,
     "parallelogram-redundant": parallelogram_redundant,
     "slider-crank-dead-centre": slider_crank_dead_centre,
@@ -69,6 +70,6 @@ def get(name: str) -> Example:
 
 __all__ = [
     "EXAMPLES", "Example", "dc_motor_crank", "disk", "double_pendulum", "elliptic_pendulum", "four_bar", "get", "heavy_top",
-    "massless_link_four_bar", "parallelogram_redundant", "pendulum_chain", "quasi_velocities", "rlc", "diode_rectifier", "common_emitter", "rolling_disk",
+    "massless_link_four_bar", "parallelogram_redundant", "pendulum_chain", "quasi_velocities", "rlc", "diode_rectifier", "common_emitter", "stick_slip", "rolling_disk",
     "rolling_hemisphere", "slider_crank", "slider_crank_dead_centre",
 ]

@@ -1,5 +1,6 @@
 """Network examples (Fabien ch. 1): a series RLC circuit, a DC motor driving the
-planar slider-crank, a half-wave diode rectifier and a common-emitter transistor stage."""
+planar slider-crank, a half-wave diode rectifier, a common-emitter transistor stage and
+a mass on a moving belt with stick–slip friction."""
 
 from __future__ import annotations
 
@@ -123,3 +124,53 @@ def common_emitter(VCC=10.0, bias=1.5, amplitude=0.1, f=1e3) -> Example:
     return Example("common-emitter", "Common-emitter NPN stage (10 V supply, 2 kΩ / 1 kΩ, 100 nF load), "
                    "1.5 V + 0.1 V at 1 kHz on the base resistor.", model, zero, zero, 0.003, net,
                    options={"atol": 1e-14})
+
+
+def stick_slip_events(t1, m=1.0, k=10.0, v_belt=0.2, mu_s=0.6, mu_k=0.4, g=9.81):
+    """Closed-form switch times of `stick_slip()` up to `t1` (starting stuck at x = 0).
+
+    Stuck, the mass rides the belt, `x = v_b t`, until the spring force reaches the
+    static limit: `x_s = μ_s N/k`, `t = x_s/v_b` (N = m g). Sliding, `m ẍ = −k x + μ_k
+    N`: a harmonic motion about `x_k = μ_k N/k` at `ω = √(k/m)` that returns to the belt
+    speed after `(2π − 2 atan(A ω / v_b)) / ω`, `A = x_s − x_k`, at `x = 2 x_k − x_s`;
+    it then sticks for `2A / v_b` and the cycle repeats. Returns `[(t, "slip" |
+    "stick"), ...]`.
+    """
+    N = m * g
+    xs, xk = mu_s * N / k, mu_k * N / k
+    w, A = math.sqrt(k / m), xs - xk
+    slip, stick = (2 * math.pi - 2 * math.atan(A * w / v_belt)) / w, 2 * A / v_belt
+    out, t = [], xs / v_belt
+    while t <= t1:
+        out.append((t, "slip"))
+        t += slip
+        if t > t1:
+            break
+        out.append((t, "stick"))
+        t += stick
+    return out
+
+
+def stick_slip(m=1.0, k=10.0, v_belt=0.2, mu_s=0.6, mu_k=0.4, g=9.81, mode="exact") -> Example:
+    """A mass on a moving belt, held back by a spring: stick–slip oscillation.
+
+    Node "x" (mass "m" = 1 kg, spring "k" = 10 N/m to the wall) rests on node
+    "belt", driven at v_b = 0.2 m/s by the flow source "drive"; dry friction "fr"
+    between them (μ_s = 0.6, μ_k = 0.4, N = m g), `mode="exact"` (stick and slip as
+    switched modes) or `"smooth"` (regularized, velocity scale 1e-3 m/s). Starts
+    riding the belt at x = 0; t1 = 12 s: sticks until x = μ_s N/k = 0.589 m, then
+    alternates (`stick_slip_events`).
+    """
+    net = Network()
+    net.node("x", "translational")
+    net.node("belt", "translational")
+    net.mass("m", "x", m)
+    net.spring("k", "x", "ground", k=k)
+    net.flow_source("drive", "belt", "ground", lambda t, p: p["drive"]["v"], params={"v": v_belt})
+    net.coulomb_friction("fr", "x", "belt", mu_k=mu_k, mu_s=mu_s, normal=m * g, mode=mode,
+                         velocity_scale=1e-3)
+    model = net.build()
+    q0 = jnp.zeros(model.n)
+    qd0 = q0.at[model.index("x.x")].set(v_belt).at[model.index("belt.x")].set(v_belt)
+    return Example("stick-slip", "Mass (1 kg) on a belt at 0.2 m/s held by a spring (10 N/m), Coulomb "
+                   f"friction μ_s = 0.6, μ_k = 0.4 ({mode}).", model, q0, qd0, 12.0, net)

@@ -92,8 +92,14 @@ def _layout(net, mechanism, attach):
                 for node, coef in ((b, to_b), (c, to_c), (em, to_e)):
                     taps.append((edge_index[f"{e.name}.{junction}"], node, coef))
             links += [(edge_index[f"{e.name}.qF"], b, em), (edge_index[f"{e.name}.qR"], b, c)]
+    for e in net._elements:
+        if e.kind == "stick_slip":   # bookkeeping coordinate of the sticking row
+            edge_index[f"{e.name}.stick"] = len(coords)
+            coords.append(f"{e.name}.stick")
     inertia = []
     for e in net._elements:
+        if e.kind == "stick_slip":
+            inertia.append((edge_index[f"{e.name}.stick"], (e.name, "m_stick")))
         if e.kind == "mass":
             inertia.append((node_index[e.terminals[0]], (e.name, "m")))
         elif e.kind == "inertia":
@@ -195,6 +201,14 @@ class _Parts:
                         Q = Q.at[self.lay.node_index[a]].add(value)
                     if b != GROUND:
                         Q = Q.at[self.lay.node_index[b]].add(-value)
+            elif e.kind == "stick_slip":   # kinetic friction while sliding
+                f = p[e.name]
+                force = -(1.0 - f["stuck"]) * f["mu_k"] * f["normal"] * f["direction"]
+                a, b = e.terminals
+                if a != GROUND:
+                    Q = Q.at[self.lay.node_index[a]].add(force)
+                if b != GROUND:
+                    Q = Q.at[self.lay.node_index[b]].add(-force)
             elif e.kind in ("bjt_npn", "bjt_pnp"):
                 vF, vR, aF, aR = _bjt_junctions(e, qd, p, self.edge)
                 Q = Q.at[self.lay.edge_index[f"{e.name}.qF"]].add(-vF + aF * vR)
@@ -249,6 +263,11 @@ class _Parts:
             return lambda q, qd, tt, p: self.disp(qd, t[1]) - p[nm]["r"] * self.disp(qd, t[0])
         if k == "hydraulic_piston":
             return lambda q, qd, tt, p: self.edge(qd, e, "V") - p[nm]["A"] * self.disp(qd, t[2])
+        if k == "stick_slip":
+            def stick(q, qd, tt, p):
+                s = p[nm]["stuck"]
+                return s * self.rel(qd, e) + (1.0 - s) * self.edge(qd, e, "stick")
+            return stick
         if k == "flow_source":
             def row(q, qd, tt, p):
                 f = jnp.asarray(e.fn(tt, p), dtype=float).reshape(())
@@ -282,6 +301,12 @@ class _Parts:
         if k in ("capacitor", "fluid_capacitor"):
             return lambda q, qd, qdd, mu, tt, p: one(
                 e.fn(self.edge(q, e), p) if e.fn else self.edge(q, e) / p[nm]["C"], self.edge(qd, e))
+        if k == "stick_slip":
+            def friction(q, qd, qdd, mu, tt, p):
+                f = p[nm]
+                resisting = f["stuck"] * mu[nm] + (1.0 - f["stuck"]) * f["mu_k"] * f["normal"] * f["direction"]
+                return one(resisting, self.rel(qd, e))
+            return friction
         if k == "diode":
             def diode(q, qd, qdd, mu, tt, p):
                 d, i = p[nm], self.edge(qd, e)
@@ -393,6 +418,9 @@ def compile_network(net, mechanism, attach):
         },
         "structure_problems": tuple(structure_problems(net, lay.edges + lay.links, owner)),
     }
+    frictions = [e for e in net._elements if e.kind == "stick_slip"]
+    if frictions:
+        metadata["switching"] = _stick_slip(net, parts, frictions, multipliers)
     if mechanism is not None and mechanism.metadata:
         metadata = {**mechanism.metadata, **metadata}
     return Model(
@@ -456,3 +484,44 @@ def _coupled(mech, parts, net_diagonal, n_mech):
 
 
 
+
+
+def _stick_slip(net, parts, frictions, multipliers):
+    """`Switching` of the exact Coulomb friction elements (see `coulomb_friction`)."""
+    from .._switching import Switching
+
+    names = tuple(e.name for e in frictions)
+
+    def conditions(q, qd, lam, t, p):
+        mu = multipliers(lam)
+        out = []
+        for e in frictions:
+            f = p[e.name]
+            sliding = f["direction"] * parts.rel(qd, e)
+            holding = f["mu_s"] * f["normal"] - jnp.abs(mu[e.name])
+            out.append((1.0 - f["stuck"]) * sliding + f["stuck"] * holding)
+        return jnp.stack(out)
+
+    def transition(q, qd, lam, lam_in, t, p):
+        p = {k: (dict(v) if isinstance(v, dict) else v) for k, v in p.items()}
+        for e in frictions:
+            f = dict(p[e.name])
+            v = parts.rel(qd, e)
+            limit = f["mu_s"] * f["normal"]
+            # the force that would hold the nodes together now (sticking row multiplier)
+            held = multipliers(lam_in({**p, e.name: {**f, "stuck": jnp.ones_like(f["stuck"])}}))[e.name]
+            current = multipliers(lam)[e.name]
+            at_rest = jnp.abs(v) <= f["rest_tolerance"]
+            was_stuck = f["stuck"] > 0.5
+            force = jnp.where(was_stuck, current, held)
+            # a sticking element whose force reached the limit (its event) slips
+            stick = at_rest & jnp.where(was_stuck, jnp.abs(force) < limit * (1 - 1e-8), jnp.abs(force) <= limit)
+            direction = jnp.where(at_rest, jnp.where(force >= 0, 1.0, -1.0), jnp.where(v >= 0, 1.0, -1.0))
+            f["stuck"] = jnp.where(stick, 1.0, 0.0)
+            f["direction"] = jnp.where(stick, f["direction"], direction)
+            p[e.name] = f
+        return p
+
+    bound = max(net._switch_bounds[nm] for nm in names)
+    return Switching(names=names, keys=tuple((nm, leaf) for nm in names for leaf in ("stuck", "direction")),
+                     conditions=conditions, transition=transition, max_switches=bound)

@@ -96,6 +96,7 @@ class Network(Builder):
         super().__init__()
         self._nodes: dict[str, str] = {}
         self._elements: list[Element] = []
+        self._switch_bounds: dict[str, int] = {}
 
     # ----------------------------------------------------------------- nodes
     def node(self, name: str, domain: str) -> str:
@@ -150,31 +151,65 @@ class Network(Builder):
         `law(ω, p) -> torque`."""
         return self._add(name, "rotational_damper", (a, b), {"c": c}, law, "law", params)
 
-    def coulomb_friction(self, name, a, b, mu_k, normal, mu_s=None, velocity_scale=1e-3) -> str:
-        """Dry friction between translational (or rotational) nodes, as a smooth law.
+    def coulomb_friction(self, name, a, b, mu_k, normal, mu_s=None, velocity_scale=1e-3, mode="smooth",
+                         max_switches=64, rest_tolerance=1e-9) -> str:
+        """Dry friction between translational (or rotational) nodes, `v = v_a − v_b`,
+        `N = normal` (N; a torque-arm product for rotation), `μ_s ≥ μ_k`.
 
-        `F(v) = N tanh(v / v_s) [μ_k + (μ_s − μ_k) exp(−(v / v_s)²)]` with `v = v_a − v_b`,
-        `N = normal` (N; a torque-arm product for rotation), `v_s = velocity_scale`:
-        it rises to about μ_s N within a few v_s and settles to the kinetic value
-        μ_k N (Coulomb's law as v_s → 0). Entered through its content, like a damper.
-        Smaller v_s is closer to Coulomb but stiffer (use an implicit solver below
-        about 1e-4 m/s). Params `[name]`: `mu_k`, `mu_s` (default μ_k), `normal`,
-        `velocity_scale`.
+        `mode="smooth"` (default): a regularized law entered through its content, like
+        a damper. With `x = v / v_s`, `v_s = velocity_scale`, `F(v) = N σ(x) [μ_k +
+        (μ_s − μ_k) exp(−(|x| − 1)₊²)]`, `σ(x) = x (3 − x²)/2` for `|x| ≤ 1` and
+        `sign x` beyond: it rises to exactly μ_s N at `|v| = v_s` and falls to the
+        kinetic value μ_k N within a few v_s, so it tends to Coulomb's law with static
+        friction as v_s → 0. Smaller v_s is closer but stiffer (use an implicit solver
+        below about 1e-3 m/s).
+
+        `mode="exact"`: Coulomb's law with sticking, as discrete modes switched at
+        diffrax events (`Trajectory.switch_history()`). Sliding: the force `μ_k N`
+        against the sliding direction. At `v = 0` the nodes stick if the force that
+        holds them together, the multiplier of the sticking row `"<name>"` (v_a − v_b
+        = 0), is at most `μ_s N`, else they slide the other way; sticking ends when
+        that force reaches `μ_s N`, so it never exceeds it. The row is kept full rank
+        while sliding by a coordinate `"<name>.stick"` of unit mass with no forces,
+        which never moves. Formulation `"augmented"` only. Modes live in the params
+        (`stuck` 0/1, `direction` ±1) and are set from the initial state (at rest
+        within `rest_tolerance`, m/s or rad/s); `max_switches` bounds the events of one
+        run.
+
+        Params `[name]`: `mu_k`, `mu_s` (default μ_k), `normal`, and `velocity_scale`
+        (smooth) or `stuck`, `direction`, `m_stick` (exact).
         """
+        label = f"coulomb_friction {name!r}"
+        mu_s = mu_k if mu_s is None else mu_s
+        if float(mu_k) < 0 or float(normal) < 0:
+            self._problems.append(f"{label}: mu_k and normal must be >= 0.")
+        if float(mu_s) < float(mu_k):
+            self._problems.append(f"{label}: the static coefficient mu_s = {float(mu_s):g} is below the "
+                                  f"kinetic one mu_k = {float(mu_k):g}; give mu_s >= mu_k.")
+        domain = self._nodes.get(a if a != GROUND else b)
+        if mode == "exact":
+            if int(max_switches) < 1:
+                self._problems.append(f"{label}: max_switches must be at least 1.")
+            numbers = {"mu_k": mu_k, "mu_s": mu_s, "normal": normal, "stuck": 0.0, "direction": 1.0,
+                       "m_stick": 1.0, "rest_tolerance": rest_tolerance}
+            name = self._add(name, "stick_slip", (a, b), numbers)
+            self._switch_bounds[name] = int(max_switches)
+            return name
+        if mode != "smooth":
+            self._problems.append(f"{label}: mode must be 'smooth' or 'exact', got {mode!r}.")
+
         def law(v, p):
             f = p[name]
             x = v / f["velocity_scale"]
-            return f["normal"] * jnp.tanh(x) * (f["mu_k"] + (f["mu_s"] - f["mu_k"]) * jnp.exp(-x * x))
+            inside = jnp.clip(x, -1.0, 1.0)
+            rise = jnp.where(jnp.abs(x) <= 1.0, 0.5 * inside * (3.0 - inside * inside), jnp.sign(x))
+            beyond = jnp.maximum(jnp.abs(x) - 1.0, 0.0)
+            return f["normal"] * rise * (f["mu_k"] + (f["mu_s"] - f["mu_k"]) * jnp.exp(-beyond * beyond))
 
-        domain = self._nodes.get(a if a != GROUND else b)
         kind = "rotational_damper" if domain == "rotational" else "damper"
-        numbers = {"c": 0.0, "mu_k": mu_k, "mu_s": mu_k if mu_s is None else mu_s, "normal": normal,
-                   "velocity_scale": velocity_scale}
-        label = f"coulomb_friction {name!r}"
+        numbers = {"c": 0.0, "mu_k": mu_k, "mu_s": mu_s, "normal": normal, "velocity_scale": velocity_scale}
         if not float(velocity_scale) > 0:
             self._problems.append(f"{label}: velocity_scale must be positive (m/s or rad/s).")
-        if float(mu_k) < 0 or float(normal) < 0:
-            self._problems.append(f"{label}: mu_k and normal must be >= 0.")
         return self._add(name, kind, (a, b), numbers, law, "law")
 
     # ------------------------------------------------------------ electrical

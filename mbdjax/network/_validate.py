@@ -14,7 +14,7 @@ TERMINALS = {
     "inductor": (E, E), "capacitor": (E, E), "resistor": (E, E), "transformer": (E, E, E, E),
     "inertance": (F, F), "fluid_capacitor": (F, F), "fluid_resistor": (F, F), "piston_transformer": (F, F, F, F),
     "rack_pinion": (R, T), "hydraulic_piston": (F, F, T), "dc_motor": (E, E, R),
-    "diode": (E, E), "bjt_npn": (E, E, E), "bjt_pnp": (E, E, E),
+    "diode": (E, E), "stick_slip": (None, None), "bjt_npn": (E, E, E), "bjt_pnp": (E, E, E),
     "effort_source": (None, None), "flow_source": (None, None),
 }
 POSITIVE = {"m": "mass", "J": "inertia", "L": "inductance", "I": "inertance", "C": "capacitance",
@@ -51,6 +51,9 @@ def validate(net, mechanism, attach) -> list[str]:
             if want is not None and nodes[term] != want:
                 problems.append(f"{label}: terminal {term!r} is a {nodes[term]} node; this element needs a "
                                 f"{want} node there.")
+        if e.kind == "stick_slip" and any(d in (E, F) for d in domains):
+            problems.append(f"{label}: friction acts between translational or rotational nodes, not "
+                            f"{sorted({d for d in domains if d in (E, F)})} ones.")
         if None in wanted:  # sources: both terminals in one domain
             found = {d for d in domains if d is not None}
             if len(found) > 1:

@@ -145,10 +145,35 @@ def plot_network(traj, ax=None):
     return ax
 
 
+def plot_friction(traj, ax=None):
+    """Force of each exact (stick–slip) friction element with its static limits
+    `±μ_s N` (dashed) and the sticking intervals shaded."""
+    ax = _axes(ax)
+    table = (traj.model.metadata or {}).get("network", {}) if traj.model is not None else {}
+    t = np.asarray(traj.t)
+    frictions = [n for n, info in table.get("elements", {}).items() if info["kind"] == "stick_slip"]
+    switching = traj.model.metadata.get("switching") if frictions else None
+    for name in frictions:
+        (line,) = ax.plot(t, np.asarray(traj.effort(name)), label=f"{name} force")
+        f = traj.params[name]
+        limit = float(f["mu_s"]) * float(f["normal"])
+        for sign in (1, -1):
+            ax.axhline(sign * limit, color=line.get_color(), ls="--", lw=0.8)
+        if traj.modes is not None and switching is not None:
+            stuck = np.asarray(traj.modes[:, switching.keys.index((name, "stuck"))]) > 0.5
+            ax.fill_between(t, 0, 1, where=stuck, color=line.get_color(), alpha=0.12,
+                            transform=ax.get_xaxis_transform(), label=f"{name} sticking")
+    ax.set_title("friction force, static limits ±μ_s N (dashed), sticking (shaded)")
+    ax.set_xlabel("t [s]")
+    ax.legend(fontsize="small")
+    ax.grid(alpha=0.3)
+    return ax
+
+
 def save_standard_plots(traj, out_dir, prefix=""):
     """Write coordinates.png, residuals.png, energy.png, and reactions.png (with
-    joint reactions), contact_path.png (with rolling contacts) or network.png (node
-    efforts of a network) where they apply.
+    joint reactions), contact_path.png (with rolling contacts), network.png (node
+    efforts of a network) and friction.png (stick–slip friction) where they apply.
 
     Returns the list of paths written.
     """
@@ -162,6 +187,8 @@ def save_standard_plots(traj, out_dir, prefix=""):
         plots.append(("contact_path", plot_contact_path))
     if traj.model is not None and (traj.model.metadata or {}).get("network"):
         plots.append(("network", plot_network))
+        if (traj.model.metadata or {}).get("switching") is not None and traj.lam is not None:
+            plots.append(("friction", plot_friction))
     angles = [c for c in traj.coordinates if c.rsplit(".", 1)[-1] in _ANGLE_NAMES]
     others = [c for c in traj.coordinates if c not in angles]
     for name, fn in plots:
