@@ -17,7 +17,8 @@ def _run(args, cwd):
 
 
 @pytest.mark.parametrize("script", ["slider_crank.py", "four_bar.py", "double_pendulum.py",
-                                    "spatial_tops.py --quick", "networks.py --quick"])
+                                    "spatial_tops.py --quick", "networks.py --quick",
+                                    "stick_slip.py --quick"])
 def test_experiment_runs(script):
     out = _run(script.split(), os.path.join(ROOT, "experiments"))
     assert "plot:" in out
