@@ -36,6 +36,8 @@ from ._integrate import simulate as simulate  # noqa: E402
 from ._kinematics import kinematic_analysis as kinematic_analysis  # noqa: E402
 from ._checks import CheckReport as CheckReport, check as check  # noqa: E402
 from ._initial import initial_conditions as initial_conditions  # noqa: E402
+from ._sensitivity import Sensitivity as Sensitivity, sensitivity as sensitivity  # noqa: E402
+from ._fit import FitResult as FitResult, fit as fit, fit_loss as fit_loss  # noqa: E402
 from . import _kinematics as kinematics  # noqa: E402
 
 try:

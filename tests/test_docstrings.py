@@ -41,3 +41,16 @@ def test_readme_quick_start_runs():
     circuit = re.search(r"Nonlinear junctions follow SPICE's defaults:\n\n```python\n(.*?)```", readme, re.S).group(1)
     exec(compile(circuit, "README.md", "exec"), namespace)
     assert 4.0 < float(jnp.max(namespace["v_out"])) < 4.5       # 5 V peak less one diode drop
+
+
+
+def test_readme_fit_snippet_runs(capsys):
+    import os
+    import re
+
+    readme = open(os.path.join(os.path.dirname(os.path.dirname(__file__)), "README.md")).read()
+    code = re.search(r"### Sensitivities and parameter fits\n\n```python\n(.*?)```", readme, re.S).group(1)
+    namespace = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    assert abs(float(namespace["res"].values[1]) - 4.0) < 1e-5 and namespace["s"].raw.shape == (40, 1, 3)
+    assert "spring.k" in capsys.readouterr().out

@@ -1,0 +1,416 @@
+"""Parameter identification from measured trajectories: `mbdjax.fit`.
+
+Weighted least squares over the free parameters `θ`:
+
+    L(θ) = ½ Σ_i Σ_j w_ij² (y_j(t_i; θ) − d_ij)²,
+
+`y` the model's outputs at the measurement times, `d` the data. The default optimizer is
+Levenberg–Marquardt (Gauss–Newton with Marquardt's diagonal damping), whose Jacobian
+`J = ∂r/∂θ` of the weighted residuals comes from forward-mode sensitivities through the
+whole trajectory; any optax optimizer may be used instead (gradient steps on `L`).
+
+At the solution, the Gauss–Newton covariance `σ² (JᵀJ)⁻¹` (with `σ²` the residual
+variance `2L/(N − P)` when no weights are given, 1 with weights = 1/standard
+deviations) gives standard errors and correlations; the singular values of the
+relative sensitivity matrix `J diag(θ)` tell which parameter combinations the data
+resolve. Bounds are smooth reparametrisations: `(0, None)` optimizes `log θ`,
+`(lo, hi)` a logistic map onto the interval, `(lo, None)` / `(None, hi)` a shifted log.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Sequence
+
+import diffrax
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._errors import MbdjaxError
+from ._integrate import simulate
+from ._params import get_values, resolve_names, set_values
+from ._sensitivity import _output_function
+
+#: Relative singular values below this are reported as not identifiable.
+IDENTIFIABILITY_TOL = 1e-6
+
+
+# ----------------------------------------------------------------------------- data
+def load_data(data, labels):
+    """`(t (T,), y (T, k))` from `{"t": ..., "y": ...}`, a `(t, y)` pair, or a CSV /
+    NPZ file with a column `t` and one column per output label."""
+    if isinstance(data, (str, os.PathLike)):
+        path = os.fspath(data)
+        if not os.path.exists(path):
+            raise MbdjaxError(f"fit: data file {path!r} does not exist.")
+        if path.endswith(".npz"):
+            with np.load(path, allow_pickle=False) as f:
+                columns = {k: np.asarray(f[k], dtype=float) for k in f.files}
+        else:
+            table = np.genfromtxt(path, delimiter=",", names=True)
+            columns = {k: np.asarray(table[k], dtype=float) for k in table.dtype.names}
+        if labels is None:
+            raise MbdjaxError("fit: with a data file, name the outputs by coordinate so the columns can be matched.")
+        missing = [c for c in ("t", *labels) if c not in columns]
+        if missing:
+            raise MbdjaxError(f"fit: the data file {path!r} has no columns {missing}; it has {sorted(columns)}.")
+        t, y = columns["t"], np.stack([columns[c] for c in labels], axis=1)
+    elif isinstance(data, dict):
+        if "t" not in data or "y" not in data:
+            raise MbdjaxError(f"fit: data must have keys 't' and 'y', got {sorted(data)}.")
+        t, y = np.asarray(data["t"], dtype=float), np.asarray(data["y"], dtype=float)
+    else:
+        try:
+            t, y = (np.asarray(a, dtype=float) for a in data)
+        except (TypeError, ValueError):
+            raise MbdjaxError("fit: data must be {'t': times, 'y': values}, a (t, y) pair, or a CSV/NPZ path.") from None
+    y = y[:, None] if y.ndim == 1 else y
+    if t.ndim != 1 or y.ndim != 2 or y.shape[0] != t.shape[0]:
+        raise MbdjaxError(f"fit: data times (shape {t.shape}) and values (shape {y.shape}) do not match; "
+                          "give t (T,) and y (T,) or (T, k).")
+    if not (np.all(np.isfinite(t)) and np.all(np.isfinite(y))):
+        rows = sorted(set(np.argwhere(~np.isfinite(y))[:, 0].tolist()) | set(np.flatnonzero(~np.isfinite(t)).tolist()))
+        raise MbdjaxError(f"fit: the data has non-finite entries (rows {rows[:5]}{'…' if len(rows) > 5 else ''}); "
+                          "drop or fill them.")
+    if np.any(np.diff(t) <= 0):
+        raise MbdjaxError("fit: the measurement times must be strictly increasing.")
+    return t, y
+
+
+# ----------------------------------------------------------------------- transforms
+def _transform(bounds, names, values):
+    """Per-parameter `(to_free(θ), from_free(z))` maps from `bounds`."""
+    bounds = dict(bounds or {})
+    unknown = sorted(set(bounds) - set(names))
+    if unknown:
+        raise MbdjaxError(f"fit: bounds name parameters that are not free: {unknown} (free: {list(names)}).")
+    kinds = []
+    for name, v in zip(names, values):
+        lo, hi = bounds.get(name, (None, None))
+        if lo is not None and hi is not None and not lo < hi:
+            raise MbdjaxError(f"fit: bounds of {name!r} must have lo < hi, got ({lo}, {hi}).")
+        if (lo is not None and not v > lo) or (hi is not None and not v < hi):
+            raise MbdjaxError(f"fit: the initial value {v:g} of {name!r} is not inside its bounds ({lo}, {hi}).")
+        kinds.append((lo, hi))
+
+    def to_free(theta):
+        out = []
+        for k, (lo, hi) in enumerate(kinds):
+            x = theta[k]
+            if lo is not None and hi is not None:
+                s = (x - lo) / (hi - lo)
+                out.append(jnp.log(s) - jnp.log1p(-s))
+            elif lo is not None:
+                out.append(jnp.log(x - lo))
+            elif hi is not None:
+                out.append(jnp.log(hi - x))
+            else:
+                out.append(x)
+        return jnp.stack(out)
+
+    def from_free(z):
+        out = []
+        for k, (lo, hi) in enumerate(kinds):
+            x = z[k]
+            if lo is not None and hi is not None:
+                out.append(lo + (hi - lo) * jax.nn.sigmoid(x))
+            elif lo is not None:
+                out.append(lo + jnp.exp(x))
+            elif hi is not None:
+                out.append(hi - jnp.exp(x))
+            else:
+                out.append(x)
+        return jnp.stack(out)
+
+    return to_free, from_free
+
+
+# ------------------------------------------------------------------------- result
+@dataclasses.dataclass(frozen=True)
+class FitResult:
+    """Outcome of `mbdjax.fit`.
+
+    Attributes:
+        params: the full parameter pytree with the fitted values.
+        names: the free parameter names; values: `(P,)` their fitted values;
+            initial: `(P,)` their starting values.
+        loss: final `L`; history: `L` after every accepted step (first entry: start).
+        grad_norm: `‖∇_θ L‖` at the solution (natural parameters).
+        steps: optimizer steps taken; converged: the tolerance was met.
+        covariance, std_errors, correlation: Gauss–Newton estimates (`(P, P)`,
+            `(P,)`, `(P, P)`); `sigma2` the residual variance used. Parameters in an
+            unidentifiable combination get an infinite standard error.
+        singular_values: of the relative sensitivity matrix `J diag(θ)`, largest
+            first; unidentifiable: the parameter combinations (`"0.71 m1 + 0.71 m2"`)
+            whose singular value is below 1e-6 of the largest, i.e. the data cannot
+            resolve them.
+        residuals: `(T, k)` weighted residuals at the solution.
+    """
+
+    params: dict
+    names: tuple
+    values: np.ndarray
+    initial: np.ndarray
+    loss: float
+    history: tuple
+    grad_norm: float
+    steps: int
+    converged: bool
+    covariance: np.ndarray
+    std_errors: np.ndarray
+    correlation: np.ndarray
+    sigma2: float
+    singular_values: np.ndarray
+    unidentifiable: tuple
+    residuals: np.ndarray
+
+    def report(self) -> str:
+        """Readable summary: estimates with standard errors, correlations, and the
+        identifiability verdict."""
+        lines = [f"fit: {'converged' if self.converged else 'NOT converged'} after {self.steps} steps, "
+                 f"loss {self.loss:.6e}, |grad| {self.grad_norm:.2e}, residual variance {self.sigma2:.3e}"]
+        width = max(len(n) for n in self.names)
+        for j, n in enumerate(self.names):
+            lines.append(f"  {n.ljust(width)}  {self.values[j]: .8g}  ± {self.std_errors[j]:.3g}"
+                         f"  (start {self.initial[j]:.6g})")
+        if len(self.names) > 1:
+            off = [(abs(self.correlation[i, j]), i, j) for i in range(len(self.names)) for j in range(i)]
+            c, i, j = max(off)
+            lines.append(f"  largest correlation {self.correlation[i, j]:+.3f} ({self.names[i]}, {self.names[j]})")
+        sv = ", ".join(f"{s:.3g}" for s in self.singular_values)
+        lines.append(f"  singular values of J·diag(θ): {sv}")
+        if self.unidentifiable:
+            lines.append("  ! not identifiable from these data: " + "; ".join(self.unidentifiable))
+        return "\n".join(lines)
+
+
+def _combination(vector, names):
+    order = np.argsort(-np.abs(vector))
+    terms = [f"{vector[i]:+.2f} {names[i]}" for i in order if abs(vector[i]) > 0.05]
+    return " ".join(terms).lstrip("+")
+
+
+# ------------------------------------------------------------------------- loss
+def fit_loss(model, data, params0=None, *, free, outputs, q0, qd0, weights=None, adjoint=None,
+             **simulate_kwargs):
+    """The loss `L(θ) = ½ Σ (w (y(θ) − d))²` that `fit` minimizes, as a JAX function
+    of the free parameter vector (natural units, in the order of `free`), with its
+    starting value: `(L, θ0)`. `adjoint` is any diffrax adjoint (default recursive
+    checkpointing, for `jax.grad`; `diffrax.ForwardMode()` for `jax.jacfwd`)."""
+    p0 = jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype=float), model.resolve_params(params0))
+    paths = resolve_names(p0, free, "fit_loss")
+    fn, labels = _output_function(model, outputs)
+    t_data, y_data = load_data(data, labels)
+    ts, d = jnp.asarray(t_data), jnp.asarray(y_data)
+    w = jnp.ones_like(d) if weights is None else jnp.broadcast_to(jnp.asarray(weights, dtype=float), d.shape)
+    adjoint = diffrax.RecursiveCheckpointAdjoint() if adjoint is None else adjoint
+
+    def L(theta):
+        traj = simulate(model, q0, qd0, t1=ts[-1], saveat=ts, params=set_values(p0, paths, theta),
+                        adjoint=adjoint, **simulate_kwargs)
+        y = jnp.asarray(fn(traj), dtype=float)
+        r = w * ((y[:, None] if y.ndim == 1 else y) - d)
+        return 0.5 * jnp.sum(r * r)
+
+    return L, get_values(p0, paths)
+
+
+# ---------------------------------------------------------------------------- fit
+def fit(model, data, params0=None, *, free: Sequence[str], outputs, q0, qd0, weights=None, bounds=None,
+        optimizer=None, steps=100, tol=1e-10, verbose=True, log_every=10, **simulate_kwargs) -> FitResult:
+    """Fit free parameters of `model` to a measured trajectory by weighted least squares.
+
+    Arguments:
+        model: a `mbdjax.Model`.
+        data: measurements: `{"t": (T,), "y": (T,) or (T, k)}`, a `(t, y)` pair, or a
+            CSV (header row) / NPZ file with a column `"t"` and one per output.
+        params0: starting parameter pytree (default `model.params`); the parameters
+            not named in `free` stay at these values.
+        free: dotted names of the scalar parameters to fit (`"crank.mass"`).
+        outputs: coordinate names, or `fn(traj) -> (T,)` / `(T, k)` of the Trajectory.
+        q0, qd0: the initial state (held fixed).
+        weights: None (unweighted; σ² estimated from the residuals), a scalar, or
+            `(T, k)` / `(k,)` weights, typically 1/standard deviation of each value.
+        bounds: `{name: (lo, hi)}` with None for an open end, by smooth
+            reparametrisation (log for one-sided, logistic for two-sided bounds).
+        optimizer: None for Levenberg–Marquardt, or an optax `GradientTransformation`
+            (then `steps` gradient steps on the loss, in the reparametrised variables).
+        steps: iteration limit; tol: stop when the relative decrease of the loss and
+            the relative step are both below it.
+        verbose: print a log line every `log_every` steps (loss, gradient norm).
+        simulate_kwargs: passed to `simulate` (t0, formulation, solver, rtol, atol, …);
+            `adjoint` is chosen here (forward mode for Jacobians, recursive
+            checkpointing for optax gradients).
+
+    Returns:
+        A `FitResult` (fitted params, loss history, covariance, standard errors,
+        correlations, identifiability; `report()` prints them).
+
+    Raises:
+        MbdjaxError: unknown free names, data that do not match the outputs or are not
+            finite, bounds that exclude the start, or a non-finite Jacobian (naming
+            the parameter and the first time where it is not finite).
+    """
+    if "adjoint" in simulate_kwargs:
+        raise MbdjaxError("fit: the adjoint is chosen by the optimizer; do not pass `adjoint=`.")
+    p0 = jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype=float), model.resolve_params(params0))
+    paths = resolve_names(p0, free, "fit")
+    names = tuple(".".join(p) for p in paths)
+    fn, labels = _output_function(model, outputs)
+    t_data, y_data = load_data(data, labels)
+    theta0 = np.asarray(get_values(p0, paths))
+    to_free, from_free = _transform(bounds, names, theta0)
+    ts = jnp.asarray(t_data)
+    d = jnp.asarray(y_data)
+    if weights is None:
+        w = jnp.ones_like(d)
+    else:
+        w = jnp.broadcast_to(jnp.asarray(weights, dtype=float), d.shape)
+        if not bool(jnp.all(jnp.isfinite(w)) & jnp.all(w >= 0)):
+            raise MbdjaxError("fit: weights must be finite and non-negative.")
+
+    def outputs_at(theta, adjoint):
+        traj = simulate(model, q0, qd0, t1=ts[-1], saveat=ts, params=set_values(p0, paths, theta),
+                        adjoint=adjoint, **simulate_kwargs)
+        y = jnp.asarray(fn(traj), dtype=float)
+        return y[:, None] if y.ndim == 1 else y
+
+    forward = diffrax.ForwardMode()
+    y_start = outputs_at(jnp.asarray(theta0), forward)
+    if y_start.shape != d.shape:
+        raise MbdjaxError(f"fit: the outputs have shape {tuple(y_start.shape)} at the data times but the data "
+                          f"values have shape {tuple(d.shape)}; give one data column per output.")
+
+    @jax.jit
+    def residual(z):
+        return (w * (outputs_at(from_free(z), forward) - d)).reshape(-1)
+
+    @jax.jit
+    def residual_and_jacobian(z):
+        r = residual(z)
+        return r, jax.jacfwd(residual)(z)
+
+    def check_jacobian(J, z):
+        bad = ~np.isfinite(np.asarray(J))
+        if bad.any():
+            row, col = np.argwhere(bad)[0]
+            ti = row // d.shape[1]
+            raise MbdjaxError(
+                f"fit: the gradient with respect to {names[col]!r} is not finite from t = {float(ts[ti]):.6g} "
+                f"on (at {names[col]} = {float(from_free(z)[col]):.6g}); the motion is singular there or the "
+                "parameter left its physical range (give bounds=)."
+            )
+
+    z = to_free(jnp.asarray(theta0))
+    history = []
+    converged = False
+    if optimizer is None:
+        r, J = residual_and_jacobian(z)
+        check_jacobian(J, z)
+        loss = 0.5 * float(r @ r)
+        history.append(loss)
+        mu = 1e-3
+        k = 0
+        for k in range(1, int(steps) + 1):
+            g = J.T @ r
+            A = J.T @ J
+            D = jnp.diag(jnp.maximum(jnp.diag(A), 1e-300))
+            accepted = False
+            for _ in range(30):
+                dz = -jnp.linalg.solve(A + mu * D, g)
+                r_new = residual(z + dz)
+                loss_new = 0.5 * float(r_new @ r_new)
+                if np.isfinite(loss_new) and loss_new <= loss:
+                    accepted = True
+                    break
+                mu *= 10.0
+            if not accepted:   # no decrease even with heavy damping: at a minimum (to round-off)
+                converged = True
+                break
+            small_step = float(jnp.max(jnp.abs(dz) / (jnp.abs(z) + 1e-12))) <= tol
+            small_drop = (loss - loss_new) <= tol * max(loss, 1e-300)
+            z = z + dz
+            mu = max(mu / 3.0, 1e-12)
+            r, J = residual_and_jacobian(z)
+            check_jacobian(J, z)
+            loss = 0.5 * float(r @ r)
+            history.append(loss)
+            if verbose and (k % max(int(log_every), 1) == 0):
+                print(f"fit step {k}: loss {loss:.6e}, |grad| {float(jnp.linalg.norm(J.T @ r)):.3e}")
+            if small_step and small_drop or loss == 0.0:
+                converged = True
+                break
+        n_steps = k
+    else:
+        import optax
+
+        checkpoint = diffrax.RecursiveCheckpointAdjoint()
+
+        @jax.jit
+        def loss_and_grad(z):
+            def L(zz):
+                rr = (w * (outputs_at(from_free(zz), checkpoint) - d)).reshape(-1)
+                return 0.5 * rr @ rr
+            return jax.value_and_grad(L)(z)
+
+        optimizer = optax.with_extra_args_support(optimizer)
+        state = optimizer.init(z)
+        loss, g = loss_and_grad(z)
+        history.append(float(loss))
+        n_steps = 0
+        for n_steps in range(1, int(steps) + 1):
+            if not np.all(np.isfinite(np.asarray(g))):
+                _, J = residual_and_jacobian(z)      # forward mode names the parameter and time
+                check_jacobian(J, z)
+                raise MbdjaxError("fit: the loss gradient is not finite (reverse mode) although the forward "
+                                  "sensitivities are; try the default optimizer or a tighter rtol.")
+            updates, state = optimizer.update(g, state, z, value=loss, grad=g,
+                                              value_fn=lambda zz: loss_and_grad(zz)[0])
+            z_new = optax.apply_updates(z, updates)
+            loss_new, g = loss_and_grad(z_new)
+            drop = float(loss) - float(loss_new)
+            z, loss = z_new, loss_new
+            history.append(float(loss))
+            if verbose and (n_steps % max(int(log_every), 1) == 0):
+                print(f"fit step {n_steps}: loss {float(loss):.6e}, |grad| {float(jnp.linalg.norm(g)):.3e}")
+            if abs(drop) <= tol * max(float(loss), 1e-300):
+                converged = True
+                break
+        r, J = residual_and_jacobian(z)
+        check_jacobian(J, z)
+
+    # ------------------------------------------------------------- statistics
+    # The Jacobian in the natural parameters by the chain rule through the
+    # (diagonal) reparametrisation: J_θ = J_z / (dθ/dz).
+    theta = from_free(z)
+    slope = np.asarray(jnp.diag(jax.jacfwd(from_free)(z)))
+    r = np.asarray(r)
+    slope = np.where(slope == 0, np.finfo(float).tiny, slope)     # a parameter pinned at its bound
+    Jn = np.asarray(J) / slope[None, :]
+    loss = 0.5 * float(r @ r)
+    N, P = r.size, len(names)
+    sigma2 = (2 * loss / max(N - P, 1)) if weights is None else 1.0
+    U, s, Vt = np.linalg.svd(Jn, full_matrices=False)
+    cutoff = max(float(s[0]), 1e-300) * 1e-12
+    inv_s2 = np.where(s > cutoff, 1.0 / np.maximum(s, 1e-300) ** 2, 0.0)
+    covariance = sigma2 * (Vt.T * inv_s2) @ Vt
+    std = np.sqrt(np.maximum(np.diag(covariance), 0.0))
+    denom = np.outer(std, std)
+    correlation = np.where(denom > 0, covariance / np.where(denom > 0, denom, 1.0), 0.0)
+    scaled = Jn * np.asarray(theta)[None, :]
+    _, s_rel, Vt_rel = np.linalg.svd(scaled, full_matrices=False)
+    weak = s_rel < IDENTIFIABILITY_TOL * max(float(s_rel[0]), 1e-300)
+    unidentifiable = tuple(_combination(Vt_rel[i], names) for i in np.flatnonzero(weak))
+    if unidentifiable:
+        std = np.where(np.isin(np.arange(P), np.flatnonzero(np.abs(Vt_rel[weak]).max(axis=0) > 0.05)),
+                       np.inf, std)
+    grad = Jn.T @ r
+    return FitResult(
+        params=set_values(p0, paths, theta), names=names, values=np.asarray(theta), initial=theta0,
+        loss=loss, history=tuple(history), grad_norm=float(np.linalg.norm(grad)), steps=int(n_steps),
+        converged=bool(converged), covariance=covariance, std_errors=std, correlation=correlation,
+        sigma2=float(sigma2), singular_values=s_rel, unidentifiable=unidentifiable,
+        residuals=r.reshape(d.shape),
+    )
