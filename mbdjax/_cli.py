@@ -1,4 +1,4 @@
-"""The `mbdjax` command: list, check and run the built-in examples."""
+"""The `mbdjax` command: list, check and run the built-in examples; fit parameters."""
 
 from __future__ import annotations
 
@@ -129,6 +129,15 @@ def _cmd_run(args):
     return 0
 
 
+def _cmd_fit(args):
+    from ._fit_config import run_config
+
+    res, out = run_config(args.config, args.force)
+    print(res.report())
+    print(f"  wrote fit.json, fit.png to {out}")
+    return 0 if res.converged else 1
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog="mbdjax", description="Differentiable constrained dynamics on JAX.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -146,6 +155,10 @@ def build_parser():
     p_run.add_argument("--out", default=None, help="output folder (default mbdjax-runs/NAME)")
     p_run.add_argument("--force", action="store_true", help="write into a non-empty output folder")
     p_run.set_defaults(func=_cmd_run)
+    p_fit = sub.add_parser("fit", help="fit parameters to measured data as described in a TOML file")
+    p_fit.add_argument("config", help="the fit description (see mbdjax._fit_config)")
+    p_fit.add_argument("--force", action="store_true", help="write into a non-empty output folder")
+    p_fit.set_defaults(func=_cmd_fit)
     return parser
 
 

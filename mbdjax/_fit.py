@@ -30,7 +30,7 @@ import numpy as np
 
 from ._errors import MbdjaxError
 from ._integrate import simulate
-from ._params import get_values, resolve_names, set_values
+from ._params import get_values, path_name, resolve_names, set_values
 from ._sensitivity import _output_function
 
 #: Relative singular values below this are reported as not identifiable.
@@ -146,7 +146,8 @@ class FitResult:
             first; unidentifiable: the parameter combinations (`"0.71 m1 + 0.71 m2"`)
             whose singular value is below 1e-6 of the largest, i.e. the data cannot
             resolve them.
-        residuals: `(T, k)` weighted residuals at the solution.
+        residuals: `(T, k)` weighted residuals at the solution (multiple shooting:
+            `(S, L, k)` per segment, padding zero).
     """
 
     params: dict
@@ -217,9 +218,58 @@ def fit_loss(model, data, params0=None, *, free, outputs, q0, qd0, weights=None,
     return L, get_values(p0, paths)
 
 
+# ------------------------------------------------------------------ optimizer
+def _levenberg_marquardt(residual, residual_and_jacobian, z, steps, tol, verbose, log_every, check):
+    """Levenberg–Marquardt with Marquardt's diagonal scaling on `½‖r(z)‖²`; returns
+    `(z, r, J, history, converged, steps)`. A trial whose simulation fails counts as a
+    rejected step."""
+    r, J = residual_and_jacobian(z)
+    check(J, z)
+    loss = 0.5 * float(r @ r)
+    history = [loss]
+    converged = False
+    mu = 1e-3
+    k = 0
+    for k in range(1, int(steps) + 1):
+        g = J.T @ r
+        A = J.T @ J
+        D = jnp.diag(jnp.maximum(jnp.diag(A), 1e-12 * jnp.max(jnp.diag(A)) + 1e-300))
+        accepted = finite_trial = False
+        for _ in range(30):
+            dz = -jnp.linalg.solve(A + mu * D, g)
+            try:
+                r_new = residual(z + dz)
+                loss_new = 0.5 * float(r_new @ r_new)
+            except RuntimeError:   # the trial parameters made the simulation fail: a shorter step
+                loss_new = np.inf
+            finite_trial = finite_trial or bool(np.isfinite(loss_new))
+            if np.isfinite(loss_new) and loss_new <= loss:
+                accepted = True
+                break
+            mu *= 10.0
+        if not accepted:   # no decrease even with heavy damping: at a minimum (to round-off)
+            converged = finite_trial
+            break
+        small_step = float(jnp.max(jnp.abs(dz) / (jnp.abs(z) + 1e-12))) <= tol
+        small_drop = (loss - loss_new) <= tol * max(loss, 1e-300)
+        z = z + dz
+        mu = max(mu / 3.0, 1e-12)
+        r, J = residual_and_jacobian(z)
+        check(J, z)
+        loss = 0.5 * float(r @ r)
+        history.append(loss)
+        if verbose and (k % max(int(log_every), 1) == 0):
+            print(f"fit step {k}: loss {loss:.6e}, |grad| {float(jnp.linalg.norm(J.T @ r)):.3e}")
+        if (small_step and small_drop) or loss == 0.0:
+            converged = True
+            break
+    return z, r, J, history, converged, k
+
+
 # ---------------------------------------------------------------------------- fit
 def fit(model, data, params0=None, *, free: Sequence[str], outputs, q0, qd0, weights=None, bounds=None,
-        optimizer=None, steps=100, tol=1e-10, verbose=True, log_every=10, **simulate_kwargs) -> FitResult:
+        optimizer=None, steps=100, tol=1e-10, shooting_segments=1, continuity_weight=1e3, verbose=True,
+        log_every=10, **simulate_kwargs) -> FitResult:
     """Fit free parameters of `model` to a measured trajectory by weighted least squares.
 
     Arguments:
@@ -239,6 +289,10 @@ def fit(model, data, params0=None, *, free: Sequence[str], outputs, q0, qd0, wei
             (then `steps` gradient steps on the loss, in the reparametrised variables).
         steps: iteration limit; tol: stop when the relative decrease of the loss and
             the relative step are both below it.
+        shooting_segments: `S > 1` cuts the horizon into S segments whose initial
+            states are fitted too, joined by continuity defects weighted
+            `continuity_weight` (multiple shooting, `mbdjax._shooting`): long or
+            chaotic horizons stay trainable. Levenberg–Marquardt only.
         verbose: print a log line every `log_every` steps (loss, gradient norm).
         simulate_kwargs: passed to `simulate` (t0, formulation, solver, rtol, atol, …);
             `adjoint` is chosen here (forward mode for Jacobians, recursive
@@ -257,7 +311,7 @@ def fit(model, data, params0=None, *, free: Sequence[str], outputs, q0, qd0, wei
         raise MbdjaxError("fit: the adjoint is chosen by the optimizer; do not pass `adjoint=`.")
     p0 = jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype=float), model.resolve_params(params0))
     paths = resolve_names(p0, free, "fit")
-    names = tuple(".".join(p) for p in paths)
+    names = tuple(path_name(p) for p in paths)
     fn, labels = _output_function(model, outputs)
     t_data, y_data = load_data(data, labels)
     theta0 = np.asarray(get_values(p0, paths))
@@ -283,66 +337,66 @@ def fit(model, data, params0=None, *, free: Sequence[str], outputs, q0, qd0, wei
         raise MbdjaxError(f"fit: the outputs have shape {tuple(y_start.shape)} at the data times but the data "
                           f"values have shape {tuple(d.shape)}; give one data column per output.")
 
-    @jax.jit
-    def residual(z):
-        return (w * (outputs_at(from_free(z), forward) - d)).reshape(-1)
+    P = len(names)
+    S = int(shooting_segments)
+    if S < 1 or S > ts.shape[0]:
+        raise MbdjaxError(f"fit: shooting_segments must be between 1 and the number of data times "
+                          f"({ts.shape[0]}), got {shooting_segments}.")
+    if S > 1:
+        if optimizer is not None:
+            raise MbdjaxError("fit: multiple shooting (shooting_segments > 1) uses Levenberg–Marquardt; "
+                              "leave optimizer=None.")
+        from ._shooting import shooting_residual
+
+        shoot, initial_states, n_rows, n_real = shooting_residual(
+            model, fn, p0, paths, from_free, P, jnp.asarray(q0, dtype=float), jnp.asarray(qd0, dtype=float),
+            t_data, d, w, S, simulate_kwargs.get("t0", 0.0), forward,
+            {k: v for k, v in simulate_kwargs.items() if k != "t0"})
+        residual = jax.jit(shoot)
+        target = float(continuity_weight)
+        if not target > 0:
+            raise MbdjaxError(f"fit: continuity_weight must be positive, got {continuity_weight}.")
+        stages = [min(10.0 ** k, target) for k in range(int(np.ceil(np.log10(max(target, 1.0)))) + 1)]
+    else:
+        n_rows = n_real = int(d.size)
+        stages = [1.0]
+
+        @jax.jit
+        def residual(z, rho):
+            return (w * (outputs_at(from_free(z), forward) - d)).reshape(-1)
 
     @jax.jit
-    def residual_and_jacobian(z):
-        r = residual(z)
-        return r, jax.jacfwd(residual)(z)
+    def residual_and_jacobian(z, rho):
+        return residual(z, rho), jax.jacfwd(residual)(z, rho)
 
     def check_jacobian(J, z):
         bad = ~np.isfinite(np.asarray(J))
         if bad.any():
             row, col = np.argwhere(bad)[0]
-            ti = row // d.shape[1]
+            if col >= P:
+                seg = 1 + (col - P) // (2 * model.n)
+                raise MbdjaxError(f"fit: the gradient with respect to the initial state of shooting segment "
+                                  f"{seg} is not finite; use fewer segments or a tighter rtol.")
+            where = (f"from t = {float(ts[row // d.shape[1]]):.6g} on " if S == 1 else "")
             raise MbdjaxError(
-                f"fit: the gradient with respect to {names[col]!r} is not finite from t = {float(ts[ti]):.6g} "
-                f"on (at {names[col]} = {float(from_free(z)[col]):.6g}); the motion is singular there or the "
+                f"fit: the gradient with respect to {names[col]!r} is not finite {where}"
+                f"(at {names[col]} = {float(from_free(z[:P])[col]):.6g}); the motion is singular there or the "
                 "parameter left its physical range (give bounds=)."
             )
 
     z = to_free(jnp.asarray(theta0))
+    if S > 1:
+        z = jnp.concatenate([z, initial_states(jnp.asarray(theta0))])
     history = []
     converged = False
     if optimizer is None:
-        r, J = residual_and_jacobian(z)
-        check_jacobian(J, z)
-        loss = 0.5 * float(r @ r)
-        history.append(loss)
-        mu = 1e-3
-        k = 0
-        for k in range(1, int(steps) + 1):
-            g = J.T @ r
-            A = J.T @ J
-            D = jnp.diag(jnp.maximum(jnp.diag(A), 1e-300))
-            accepted = False
-            for _ in range(30):
-                dz = -jnp.linalg.solve(A + mu * D, g)
-                r_new = residual(z + dz)
-                loss_new = 0.5 * float(r_new @ r_new)
-                if np.isfinite(loss_new) and loss_new <= loss:
-                    accepted = True
-                    break
-                mu *= 10.0
-            if not accepted:   # no decrease even with heavy damping: at a minimum (to round-off)
-                converged = True
-                break
-            small_step = float(jnp.max(jnp.abs(dz) / (jnp.abs(z) + 1e-12))) <= tol
-            small_drop = (loss - loss_new) <= tol * max(loss, 1e-300)
-            z = z + dz
-            mu = max(mu / 3.0, 1e-12)
-            r, J = residual_and_jacobian(z)
-            check_jacobian(J, z)
-            loss = 0.5 * float(r @ r)
-            history.append(loss)
-            if verbose and (k % max(int(log_every), 1) == 0):
-                print(f"fit step {k}: loss {loss:.6e}, |grad| {float(jnp.linalg.norm(J.T @ r)):.3e}")
-            if small_step and small_drop or loss == 0.0:
-                converged = True
-                break
-        n_steps = k
+        n_steps = 0
+        for rho in stages:
+            z, r, J, hist, converged, k = _levenberg_marquardt(
+                lambda zz: residual(zz, rho), lambda zz: residual_and_jacobian(zz, rho), z, steps, tol,
+                verbose, log_every, check_jacobian)
+            history += hist if not history else hist[1:]
+            n_steps += k
     else:
         import optax
 
@@ -362,7 +416,7 @@ def fit(model, data, params0=None, *, free: Sequence[str], outputs, q0, qd0, wei
         n_steps = 0
         for n_steps in range(1, int(steps) + 1):
             if not np.all(np.isfinite(np.asarray(g))):
-                _, J = residual_and_jacobian(z)      # forward mode names the parameter and time
+                _, J = residual_and_jacobian(z, 1.0)      # forward mode names the parameter and time
                 check_jacobian(J, z)
                 raise MbdjaxError("fit: the loss gradient is not finite (reverse mode) although the forward "
                                   "sensitivities are; try the default optimizer or a tighter rtol.")
@@ -378,23 +432,30 @@ def fit(model, data, params0=None, *, free: Sequence[str], outputs, q0, qd0, wei
             if abs(drop) <= tol * max(float(loss), 1e-300):
                 converged = True
                 break
-        r, J = residual_and_jacobian(z)
+        r, J = residual_and_jacobian(z, 1.0)
         check_jacobian(J, z)
 
     # ------------------------------------------------------------- statistics
     # The Jacobian in the natural parameters by the chain rule through the
     # (diagonal) reparametrisation: J_θ = J_z / (dθ/dz).
-    theta = from_free(z)
-    slope = np.asarray(jnp.diag(jax.jacfwd(from_free)(z)))
+    theta = from_free(z[:P])
+    slope = np.asarray(jnp.diag(jax.jacfwd(from_free)(z[:P])))
     r = np.asarray(r)
     slope = np.where(slope == 0, np.finfo(float).tiny, slope)     # a parameter pinned at its bound
-    Jn = np.asarray(J) / slope[None, :]
+    J = np.asarray(J)
+    Jn = J[:, :P] / slope[None, :]
+    if S > 1:
+        # The segment states are nuisance parameters: keep the part of the parameter
+        # sensitivities they cannot absorb (the θ block of the joint covariance).
+        U_y, s_y, _ = np.linalg.svd(J[:, P:], full_matrices=False)
+        U_y = U_y[:, s_y > 1e-10 * max(float(s_y[0]), 1e-300)]
+        Jn = Jn - U_y @ (U_y.T @ Jn)
     loss = 0.5 * float(r @ r)
-    N, P = r.size, len(names)
-    sigma2 = (2 * loss / max(N - P, 1)) if weights is None else 1.0
+    N = n_real
+    sigma2 = (2 * 0.5 * float(r[:n_rows] @ r[:n_rows]) / max(N - P, 1)) if weights is None else 1.0
     U, s, Vt = np.linalg.svd(Jn, full_matrices=False)
     cutoff = max(float(s[0]), 1e-300) * 1e-12
-    inv_s2 = np.where(s > cutoff, 1.0 / np.maximum(s, 1e-300) ** 2, 0.0)
+    inv_s2 = np.divide(1.0, s * s, out=np.zeros_like(s), where=s > cutoff)
     covariance = sigma2 * (Vt.T * inv_s2) @ Vt
     std = np.sqrt(np.maximum(np.diag(covariance), 0.0))
     denom = np.outer(std, std)
@@ -406,11 +467,11 @@ def fit(model, data, params0=None, *, free: Sequence[str], outputs, q0, qd0, wei
     if unidentifiable:
         std = np.where(np.isin(np.arange(P), np.flatnonzero(np.abs(Vt_rel[weak]).max(axis=0) > 0.05)),
                        np.inf, std)
-    grad = Jn.T @ r
+    grad = (J[:, :P] / slope[None, :]).T @ r
     return FitResult(
         params=set_values(p0, paths, theta), names=names, values=np.asarray(theta), initial=theta0,
         loss=loss, history=tuple(history), grad_norm=float(np.linalg.norm(grad)), steps=int(n_steps),
         converged=bool(converged), covariance=covariance, std_errors=std, correlation=correlation,
         sigma2=float(sigma2), singular_values=s_rel, unidentifiable=unidentifiable,
-        residuals=r.reshape(d.shape),
+        residuals=r.reshape(d.shape) if S == 1 else r[:n_rows].reshape(S, -1, d.shape[1]),
     )
