@@ -31,7 +31,7 @@ import numpy as np
 from ._errors import MbdjaxError
 from ._integrate import simulate
 from ._params import get_values, path_name, resolve_names, set_values
-from ._sensitivity import _output_function
+from ._sensitivity import _output_function, initial_state
 
 #: Relative singular values below this are reported as not identifiable.
 IDENTIFIABILITY_TOL = 1e-6
@@ -209,8 +209,9 @@ def fit_loss(model, data, params0=None, *, free, outputs, q0, qd0, weights=None,
     adjoint = diffrax.RecursiveCheckpointAdjoint() if adjoint is None else adjoint
 
     def L(theta):
-        traj = simulate(model, q0, qd0, t1=ts[-1], saveat=ts, params=set_values(p0, paths, theta),
-                        adjoint=adjoint, **simulate_kwargs)
+        p = set_values(p0, paths, theta)
+        traj = simulate(model, *initial_state(q0, qd0, p), t1=ts[-1], saveat=ts, params=p, adjoint=adjoint,
+                        **simulate_kwargs)
         y = jnp.asarray(fn(traj), dtype=float)
         r = w * ((y[:, None] if y.ndim == 1 else y) - d)
         return 0.5 * jnp.sum(r * r)
@@ -280,7 +281,9 @@ def fit(model, data, params0=None, *, free: Sequence[str], outputs, q0, qd0, wei
             not named in `free` stay at these values.
         free: dotted names of the scalar parameters to fit (`"crank.mass"`).
         outputs: coordinate names, or `fn(traj) -> (T,)` / `(T, k)` of the Trajectory.
-        q0, qd0: the initial state (held fixed).
+        q0, qd0: the initial state (held fixed), or `q0=fn(params) -> (q0, qd0)`
+            (`qd0=None`) when it depends on the parameters (a re-assembled
+            mechanism); with multiple shooting it gives the first segment's start.
         weights: None (unweighted; σ² estimated from the residuals), a scalar, or
             `(T, k)` / `(k,)` weights, typically 1/standard deviation of each value.
         bounds: `{name: (lo, hi)}` with None for an open end, by smooth
@@ -326,8 +329,9 @@ def fit(model, data, params0=None, *, free: Sequence[str], outputs, q0, qd0, wei
             raise MbdjaxError("fit: weights must be finite and non-negative.")
 
     def outputs_at(theta, adjoint):
-        traj = simulate(model, q0, qd0, t1=ts[-1], saveat=ts, params=set_values(p0, paths, theta),
-                        adjoint=adjoint, **simulate_kwargs)
+        p = set_values(p0, paths, theta)
+        traj = simulate(model, *initial_state(q0, qd0, p), t1=ts[-1], saveat=ts, params=p, adjoint=adjoint,
+                        **simulate_kwargs)
         y = jnp.asarray(fn(traj), dtype=float)
         return y[:, None] if y.ndim == 1 else y
 
@@ -349,7 +353,7 @@ def fit(model, data, params0=None, *, free: Sequence[str], outputs, q0, qd0, wei
         from ._shooting import shooting_residual
 
         shoot, initial_states, n_rows, n_real = shooting_residual(
-            model, fn, p0, paths, from_free, P, jnp.asarray(q0, dtype=float), jnp.asarray(qd0, dtype=float),
+            model, fn, p0, paths, from_free, P, q0, qd0,
             t_data, d, w, S, simulate_kwargs.get("t0", 0.0), forward,
             {k: v for k, v in simulate_kwargs.items() if k != "t0"})
         residual = jax.jit(shoot)

@@ -95,6 +95,16 @@ class Sensitivity:
         return ax
 
 
+def initial_state(q0, qd0, p):
+    """`(q0, qd0)`: the given arrays, or `q0(p)` when `q0` is a function of the params."""
+    if callable(q0):
+        start = q0(p)
+        if not (isinstance(start, tuple) and len(start) == 2):
+            raise MbdjaxError("the initial-state function q0(params) must return a pair (q0, qd0).")
+        return start
+    return q0, qd0
+
+
 def _output_function(model, outputs):
     """`(fn(traj) -> (T, k), labels)` from coordinate names or a function."""
     if callable(outputs):
@@ -114,7 +124,10 @@ def sensitivity(model, q0, qd0, params=None, *, t, outputs, wrt: Sequence[str], 
 
     Arguments:
         model, q0, qd0, params: as for `mbdjax.simulate` (`params` default: the
-            model's); `q0`, `qd0` are held fixed.
+            model's). `q0`, `qd0` are held fixed; or pass `q0=fn(params) -> (q0,
+            qd0)` (and `qd0=None`) when the initial state depends on the parameters,
+            e.g. a mechanism re-assembled with `mbdjax.initial_conditions` for each
+            link length; its derivative then enters the sensitivities.
         t: `(T,)` output times (increasing; the run starts at `simulate`'s `t0`, 0 by
             default, and ends at `t[-1]`).
         outputs: coordinate names (`("rocker.phi",)`) or a function `fn(traj) ->
@@ -158,8 +171,9 @@ def sensitivity(model, q0, qd0, params=None, *, t, outputs, wrt: Sequence[str], 
     t1 = ts[-1]
 
     def y_of(theta):
-        traj = simulate(model, q0, qd0, t1=t1, saveat=ts, params=set_values(p0, paths, theta),
-                        adjoint=adjoint, **simulate_kwargs)
+        p = set_values(p0, paths, theta)
+        start = initial_state(q0, qd0, p)
+        traj = simulate(model, *start, t1=t1, saveat=ts, params=p, adjoint=adjoint, **simulate_kwargs)
         y = jnp.asarray(fn(traj), dtype=float)
         return y[:, None] if y.ndim == 1 else y
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from ._integrate import simulate
 from ._params import set_values
+from ._sensitivity import initial_state
 from ._stabilization.projection import project_positions
 
 
@@ -82,8 +83,9 @@ def shooting_residual(model, fn, p0, paths, from_free, n_free, q0, qd0, t_data, 
         p = set_values(p0, paths, from_free(z[:n_free]))
         Y = z[n_free:].reshape(S - 1, 2 * n)
         qs, vs = jax.vmap(lambda a, b, t: _project(model, a, b, t, p))(Y[:, :n], Y[:, n:], starts_j[1:])
-        Q0 = jnp.concatenate([q0[None, :], qs])
-        V0 = jnp.concatenate([qd0[None, :], vs])
+        first_q, first_v = initial_state(q0, qd0, p)
+        Q0 = jnp.concatenate([jnp.asarray(first_q, dtype=float)[None, :], qs])
+        V0 = jnp.concatenate([jnp.asarray(first_v, dtype=float)[None, :], vs])
         y, q_end, v_end = run(p, Q0, V0)
         data = (w_seg * (y[:, :-1] - d_seg)).reshape(-1)
         defects = rho * (jnp.concatenate([q_end[:-1], v_end[:-1]], axis=1) - jnp.concatenate([qs, vs], axis=1))
@@ -91,8 +93,8 @@ def shooting_residual(model, fn, p0, paths, from_free, n_free, q0, qd0, t_data, 
 
     def initial_states(theta):
         p = set_values(p0, paths, theta)
-        traj = simulate(model, q0, qd0, t0=t0, t1=starts[-1], saveat=jnp.asarray(starts[1:]), params=p,
-                        **simulate_kwargs)
+        traj = simulate(model, *initial_state(q0, qd0, p), t0=t0, t1=starts[-1], saveat=jnp.asarray(starts[1:]),
+                        params=p, **simulate_kwargs)
         return jnp.concatenate([traj.q, traj.qd], axis=1).reshape(-1)
 
     return residual, initial_states, int(d_seg.size), int(mask.sum()) * int(d_seg.shape[-1])

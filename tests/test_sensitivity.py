@@ -94,3 +94,17 @@ def test_bad_requests_name_the_problem(oscillator):
         mbd.sensitivity(*args, t=TS, outputs="x", wrt=("spring.k",), mode="adjoint")
     with pytest.raises(mbd.MbdjaxError, match="more than once"):
         mbd.sensitivity(*args, t=TS, outputs="x", wrt=("spring.k", "spring.k"))
+
+
+def test_initial_state_may_depend_on_the_parameters(oscillator):
+    """q0 = fn(params): released from the static deflection x0 = F/k of a 1 N load, the
+    sensitivity to k includes ∂x0/∂k = −F/k²; c = 0 gives x = (F/k) cos ωt, so
+    ∂x/∂k = −cos(ωt)/k² − (1/k) t sin(ωt)/(2√(km)) (closed form); 1e-8."""
+    p = {"body": {"m": 1.0}, "spring": {"k": 4.0}, "damper": {"c": 0.0}}
+
+    def start(params):
+        return jnp.array([1.0 / params["spring"]["k"]]), jnp.zeros(1)
+
+    s = mbd.sensitivity(oscillator, start, None, p, t=TS, outputs="x", wrt=("spring.k",), **TIGHT)
+    t, w = np.asarray(TS), 2.0
+    np.testing.assert_allclose(s.raw[:, 0, 0], -np.cos(w * t) / 16.0 - 0.25 * t * np.sin(w * t) / 4.0, atol=1e-8)
