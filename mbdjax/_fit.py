@@ -19,6 +19,7 @@ resolve. Bounds are smooth reparametrisations: `(0, None)` optimizes `log θ`,
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import os
 from collections.abc import Sequence
@@ -81,7 +82,8 @@ def load_data(data, labels):
 
 # ----------------------------------------------------------------------- transforms
 def _transform(bounds, names, values):
-    """Per-parameter `(to_free(θ), from_free(z))` maps from `bounds`."""
+    """Per-parameter `(to_free(θ), from_free(z))` maps from `bounds` (checked against
+    the names and the start values), and the hashable bound kinds they were made of."""
     bounds = dict(bounds or {})
     unknown = sorted(set(bounds) - set(names))
     if unknown:
@@ -93,7 +95,13 @@ def _transform(bounds, names, values):
             raise MbdjaxError(f"fit: bounds of {name!r} must have lo < hi, got ({lo}, {hi}).")
         if (lo is not None and not v > lo) or (hi is not None and not v < hi):
             raise MbdjaxError(f"fit: the initial value {v:g} of {name!r} is not inside its bounds ({lo}, {hi}).")
-        kinds.append((lo, hi))
+        kinds.append((None if lo is None else float(lo), None if hi is None else float(hi)))
+    kinds = tuple(kinds)
+    return _maps(kinds) + (kinds,)
+
+
+def _maps(kinds):
+    """`(to_free, from_free)` for bound kinds `((lo, hi), ...)`."""
 
     def to_free(theta):
         out = []
@@ -219,6 +227,43 @@ def fit_loss(model, data, params0=None, *, free, outputs, q0, qd0, weights=None,
     return L, get_values(p0, paths)
 
 
+# ------------------------------------------------------------- compiled pieces
+_COMPILED: collections.OrderedDict = collections.OrderedDict()
+
+
+def _single_shooting(model, fn, outputs, paths, kinds, q0, simulate_kwargs):
+    """Jitted `residual(z, args)` and `(residual, Jacobian)(z, args)` of a single-shooting
+    fit, `args = (p0, q0, qd0, ts, d, w)`. They are kept (16 at most) per model, outputs,
+    free parameters, bounds and simulate settings, so repeated fits (new data, new
+    start, Monte-Carlo draws) reuse the compilation."""
+    forward = diffrax.ForwardMode()
+    try:
+        key = (id(model), outputs if not callable(outputs) else id(outputs), paths, kinds,
+               id(q0) if callable(q0) else None, tuple(sorted(simulate_kwargs.items())))
+        hash(key)
+    except TypeError:  # unhashable simulate settings: compile for this fit only
+        key = None
+    if key is not None and key in _COMPILED:
+        _COMPILED.move_to_end(key)
+        return _COMPILED[key][1]
+    _, from_free = _maps(kinds)
+
+    def residual(z, args):
+        p0, q0_, qd0_, ts, d, w = args
+        p = set_values(p0, paths, from_free(z))
+        start = initial_state(q0, None, p) if callable(q0) else (q0_, qd0_)
+        traj = simulate(model, *start, t1=ts[-1], saveat=ts, params=p, adjoint=forward, **simulate_kwargs)
+        y = jnp.asarray(fn(traj), dtype=float)
+        return (w * ((y[:, None] if y.ndim == 1 else y) - d)).reshape(-1)
+
+    fns = (jax.jit(residual), jax.jit(lambda z, args: (residual(z, args), jax.jacfwd(residual)(z, args))))
+    if key is not None:
+        _COMPILED[key] = ((model, outputs, q0), fns)   # keep the objects whose ids are in the key
+        while len(_COMPILED) > 16:
+            _COMPILED.popitem(last=False)
+    return fns
+
+
 # ------------------------------------------------------------------ optimizer
 def _levenberg_marquardt(residual, residual_and_jacobian, z, steps, tol, verbose, log_every, check):
     """Levenberg–Marquardt with Marquardt's diagonal scaling on `½‖r(z)‖²`; returns
@@ -318,7 +363,7 @@ def fit(model, data, params0=None, *, free: Sequence[str], outputs, q0, qd0, wei
     fn, labels = _output_function(model, outputs)
     t_data, y_data = load_data(data, labels)
     theta0 = np.asarray(get_values(p0, paths))
-    to_free, from_free = _transform(bounds, names, theta0)
+    to_free, from_free, kinds = _transform(bounds, names, theta0)
     ts = jnp.asarray(t_data)
     d = jnp.asarray(y_data)
     if weights is None:
@@ -361,17 +406,19 @@ def fit(model, data, params0=None, *, free: Sequence[str], outputs, q0, qd0, wei
         if not target > 0:
             raise MbdjaxError(f"fit: continuity_weight must be positive, got {continuity_weight}.")
         stages = [min(10.0 ** k, target) for k in range(int(np.ceil(np.log10(max(target, 1.0)))) + 1)]
+        residual_and_jacobian = jax.jit(lambda z, rho: (residual(z, rho), jax.jacfwd(residual)(z, rho)))
     else:
         n_rows = n_real = int(d.size)
         stages = [1.0]
+        single, both = _single_shooting(model, fn, outputs, paths, kinds, q0, simulate_kwargs)
+        args = (p0, None if callable(q0) else jnp.asarray(q0, dtype=float),
+                None if callable(q0) else jnp.asarray(qd0, dtype=float), ts, d, w)
 
-        @jax.jit
         def residual(z, rho):
-            return (w * (outputs_at(from_free(z), forward) - d)).reshape(-1)
+            return single(z, args)
 
-    @jax.jit
-    def residual_and_jacobian(z, rho):
-        return residual(z, rho), jax.jacfwd(residual)(z, rho)
+        def residual_and_jacobian(z, rho):
+            return both(z, args)
 
     def check_jacobian(J, z):
         bad = ~np.isfinite(np.asarray(J))
