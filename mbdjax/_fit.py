@@ -397,7 +397,7 @@ def fit(model, data, params0=None, *, free: Sequence[str], outputs, q0, qd0, wei
                               "leave optimizer=None.")
         from ._shooting import shooting_residual
 
-        shoot, initial_states, n_rows, n_real = shooting_residual(
+        shoot, shoot_jac, initial_states, n_rows, n_real = shooting_residual(
             model, fn, p0, paths, from_free, P, q0, qd0,
             t_data, d, w, S, simulate_kwargs.get("t0", 0.0), forward,
             {k: v for k, v in simulate_kwargs.items() if k != "t0"})
@@ -406,7 +406,7 @@ def fit(model, data, params0=None, *, free: Sequence[str], outputs, q0, qd0, wei
         if not target > 0:
             raise MbdjaxError(f"fit: continuity_weight must be positive, got {continuity_weight}.")
         stages = [min(10.0 ** k, target) for k in range(int(np.ceil(np.log10(max(target, 1.0)))) + 1)]
-        residual_and_jacobian = jax.jit(lambda z, rho: (residual(z, rho), jax.jacfwd(residual)(z, rho)))
+        residual_and_jacobian = jax.jit(shoot_jac)
     else:
         n_rows = n_real = int(d.size)
         stages = [1.0]

@@ -60,8 +60,8 @@ def _project(model, q, qd, t, p):
 
 def shooting_residual(model, fn, p0, paths, from_free, n_free, q0, qd0, t_data, d, w, segments, t0,
                       adjoint, simulate_kwargs):
-    """`(residual(z, rho), initial_states(theta) -> (S − 1) · 2n vector, n_rows,
-    n_real)` for the free vector `z = [z_θ (n_free); states ((S − 1) · 2n)]` and the
+    """`(residual(z, rho), residual_and_jacobian(z, rho), initial_states(theta) -> (S
+    − 1) · 2n vector, n_rows, n_real)` for the free vector `z = [z_θ (n_free); states ((S − 1) · 2n)]` and the
     continuity weight `rho`: the first `n_rows` residuals are data (of which `n_real`
     real, the rest padding), then the defects."""
     n = model.n
@@ -91,10 +91,68 @@ def shooting_residual(model, fn, p0, paths, from_free, n_free, q0, qd0, t_data, 
         defects = rho * (jnp.concatenate([q_end[:-1], v_end[:-1]], axis=1) - jnp.concatenate([qs, vs], axis=1))
         return jnp.concatenate([data, defects.reshape(-1)])
 
+    L, k = int(d_seg.shape[1]), int(d_seg.shape[2])
+
+    def segment(z_theta, X, ta, ts, ds, ws):
+        """Data residuals `(L k,)` and end state `(2n,)` of one segment from start `X`."""
+        p = set_values(p0, paths, from_free(z_theta))
+        traj = simulate(model, X[:n], X[n:], t0=ta, t1=ts[-1], saveat=ts, params=p, adjoint=adjoint,
+                        **simulate_kwargs)
+        y = jnp.asarray(fn(traj), dtype=float)
+        y = y[:, None] if y.ndim == 1 else y
+        return (ws * (y[:-1] - ds)).reshape(-1), jnp.concatenate([traj.q[-1], traj.qd[-1]])
+
+    def start(z_theta, Yraw, ta):
+        p = set_values(p0, paths, from_free(z_theta))
+        return jnp.concatenate(_project(model, Yraw[:n], Yraw[n:], ta, p))
+
+    def first_start(z_theta):
+        p = set_values(p0, paths, from_free(z_theta))
+        a, b = initial_state(q0, qd0, p)
+        return jnp.concatenate([jnp.asarray(a, dtype=float), jnp.asarray(b, dtype=float)])
+
+    def residual_and_jacobian(z, rho):
+        """Residuals and their Jacobian, assembled from per-segment blocks: each
+        segment is differentiated only with respect to the parameters and its own
+        start state (`n_free + 2n` tangents per segment, not the whole vector)."""
+        zt = z[:n_free]
+        Y = z[n_free:].reshape(S - 1, 2 * n)
+        X, dX_t, dX_y = jax.vmap(lambda y, t: (start(zt, y, t), jax.jacfwd(start, 0)(zt, y, t),
+                                               jax.jacfwd(start, 1)(zt, y, t)))(Y, starts_j[1:])
+        X0, dX0_t = first_start(zt), jax.jacfwd(first_start)(zt)
+        Xall = jnp.concatenate([X0[None], X])
+        dXall_t = jnp.concatenate([dX0_t[None], dX_t])
+
+        def seg_with_jac(x, dx_t, ta, ts, ds, ws):
+            r, e = segment(zt, x, ta, ts, ds, ws)
+            (dr_z, dr_x), (de_z, de_x) = jax.jacfwd(segment, argnums=(0, 1))(zt, x, ta, ts, ds, ws)
+            # the parameters act directly and through the start state's own dependence
+            return r, e, (dr_z + dr_x @ dx_t, de_z + de_x @ dx_t), (dr_x, de_x)
+
+        r, e, (dr_t, de_t), (dr_x, de_x) = jax.vmap(seg_with_jac)(Xall, dXall_t, starts_j, save_j, d_seg, w_seg)
+        n_data = S * L * k
+        n_state = (S - 1) * 2 * n
+        rows = n_data + n_state
+        J = jnp.zeros((rows, n_free + n_state))
+        J = J.at[:n_data, :n_free].set(dr_t.reshape(n_data, n_free))
+        for s_ in range(1, S):            # data rows of segment s against its start state Y_s
+            block = dr_x[s_] @ dX_y[s_ - 1]
+            J = J.at[s_ * L * k:(s_ + 1) * L * k, n_free + (s_ - 1) * 2 * n:n_free + s_ * 2 * n].set(block)
+        defects = rho * (e[:-1] - X)
+        for s_ in range(S - 1):           # defect s: end of segment s minus start of s + 1
+            r0 = n_data + s_ * 2 * n
+            J = J.at[r0:r0 + 2 * n, :n_free].set(rho * (de_t[s_] - dX_t[s_]))
+            if s_ >= 1:
+                J = J.at[r0:r0 + 2 * n, n_free + (s_ - 1) * 2 * n:n_free + s_ * 2 * n].set(
+                    rho * de_x[s_] @ dX_y[s_ - 1])
+            J = J.at[r0:r0 + 2 * n, n_free + s_ * 2 * n:n_free + (s_ + 1) * 2 * n].add(-rho * dX_y[s_])
+        return jnp.concatenate([r.reshape(-1), defects.reshape(-1)]), J
+
     def initial_states(theta):
         p = set_values(p0, paths, theta)
         traj = simulate(model, *initial_state(q0, qd0, p), t0=t0, t1=starts[-1], saveat=jnp.asarray(starts[1:]),
                         params=p, **simulate_kwargs)
         return jnp.concatenate([traj.q, traj.qd], axis=1).reshape(-1)
 
-    return residual, initial_states, int(d_seg.size), int(mask.sum()) * int(d_seg.shape[-1])
+    return (residual, residual_and_jacobian, initial_states, int(d_seg.size),
+            int(mask.sum()) * int(d_seg.shape[-1]))
