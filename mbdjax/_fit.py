@@ -252,8 +252,10 @@ def _single_shooting(model, fn, outputs, paths, kinds, q0, simulate_kwargs):
         p0, q0_, qd0_, ts, d, w = args
         p = set_values(p0, paths, from_free(z))
         start = initial_state(q0, None, p) if callable(q0) else (q0_, qd0_)
-        traj = simulate(model, *start, t1=ts[-1], saveat=ts, params=p, adjoint=forward, **simulate_kwargs)
-        y = jnp.asarray(fn(traj), dtype=float)
+        # A failed run (trial parameters far off) gives NaN residuals: LM rejects the step.
+        traj = simulate(model, *start, t1=ts[-1], saveat=ts, params=p, adjoint=forward, throw=False,
+                        **simulate_kwargs)
+        y = jnp.where(traj.success, jnp.asarray(fn(traj), dtype=float), jnp.nan)
         return (w * ((y[:, None] if y.ndim == 1 else y) - d)).reshape(-1)
 
     fns = (jax.jit(residual), jax.jit(lambda z, args: (residual(z, args), jax.jacfwd(residual)(z, args))))
@@ -355,8 +357,9 @@ def fit(model, data, params0=None, *, free: Sequence[str], outputs, q0, qd0, wei
             finite, bounds that exclude the start, or a non-finite Jacobian (naming
             the parameter and the first time where it is not finite).
     """
-    if "adjoint" in simulate_kwargs:
-        raise MbdjaxError("fit: the adjoint is chosen by the optimizer; do not pass `adjoint=`.")
+    if "adjoint" in simulate_kwargs or "throw" in simulate_kwargs:
+        raise MbdjaxError("fit: the adjoint and failure handling are chosen by the optimizer; do not pass "
+                          "`adjoint=` or `throw=`.")
     p0 = jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype=float), model.resolve_params(params0))
     paths = resolve_names(p0, free, "fit")
     names = tuple(path_name(p) for p in paths)

@@ -73,8 +73,9 @@ def shooting_residual(model, fn, p0, paths, from_free, n_free, q0, qd0, t_data, 
 
     def run(p, Q0, V0):
         def one(qa, va, ta, ts):
-            traj = simulate(model, qa, va, t0=ta, t1=ts[-1], saveat=ts, params=p, adjoint=adjoint, **simulate_kwargs)
-            y = jnp.asarray(fn(traj), dtype=float)
+            traj = simulate(model, qa, va, t0=ta, t1=ts[-1], saveat=ts, params=p, adjoint=adjoint, throw=False,
+                            **simulate_kwargs)
+            y = jnp.where(traj.success, jnp.asarray(fn(traj), dtype=float), jnp.nan)   # failed: LM rejects
             y = y[:, None] if y.ndim == 1 else y
             return y, traj.q[-1], traj.qd[-1]
         return jax.vmap(one)(Q0, V0, starts_j, save_j)
@@ -97,8 +98,8 @@ def shooting_residual(model, fn, p0, paths, from_free, n_free, q0, qd0, t_data, 
         """Data residuals `(L k,)` and end state `(2n,)` of one segment from start `X`."""
         p = set_values(p0, paths, from_free(z_theta))
         traj = simulate(model, X[:n], X[n:], t0=ta, t1=ts[-1], saveat=ts, params=p, adjoint=adjoint,
-                        **simulate_kwargs)
-        y = jnp.asarray(fn(traj), dtype=float)
+                        throw=False, **simulate_kwargs)
+        y = jnp.where(traj.success, jnp.asarray(fn(traj), dtype=float), jnp.nan)   # failed: LM rejects
         y = y[:, None] if y.ndim == 1 else y
         return (ws * (y[:-1] - ds)).reshape(-1), jnp.concatenate([traj.q[-1], traj.qd[-1]])
 
