@@ -288,7 +288,7 @@ def _levenberg_marquardt(residual, residual_and_jacobian, z, steps, tol, verbose
             try:
                 r_new = residual(z + dz)
                 loss_new = 0.5 * float(r_new @ r_new)
-            except RuntimeError:   # the trial parameters made the simulation fail: a shorter step
+            except (RuntimeError, ValueError):   # the trial made the simulation fail: a shorter step
                 loss_new = np.inf
             finite_trial = finite_trial or bool(np.isfinite(loss_new))
             if np.isfinite(loss_new) and loss_new <= loss:
