@@ -266,6 +266,12 @@ def _single_shooting(model, fn, outputs, paths, kinds, q0, simulate_kwargs):
     return fns
 
 
+def trial_max_steps(start_steps: int) -> int:
+    """The step limit of a fit's trial simulations when the user gives none: 16× the
+    steps the start needed, rounded up to a power of two, between 4096 and 131 072."""
+    return int(min(max(4096, 2 ** int(np.ceil(np.log2(16 * max(int(start_steps), 1))))), 131_072))
+
+
 # ------------------------------------------------------------------ optimizer
 def _levenberg_marquardt(residual, residual_and_jacobian, z, steps, tol, verbose, log_every, check):
     """Levenberg–Marquardt with Marquardt's diagonal scaling on `½‖r(z)‖²`; returns
@@ -346,7 +352,9 @@ def fit(model, data, params0=None, *, free: Sequence[str], outputs, q0, qd0, wei
         verbose: print a log line every `log_every` steps (loss, gradient norm).
         simulate_kwargs: passed to `simulate` (t0, formulation, solver, rtol, atol, …);
             `adjoint` is chosen here (forward mode for Jacobians, recursive
-            checkpointing for optax gradients).
+            checkpointing for optax gradients). Without `max_steps`, trial
+            simulations stop at 16× the steps of the starting one (a power of two,
+            4096 to 131 072): a trial that far off fails fast and is rejected.
 
     Returns:
         A `FitResult` (fitted params, loss history, covariance, standard errors,
@@ -376,15 +384,21 @@ def fit(model, data, params0=None, *, free: Sequence[str], outputs, q0, qd0, wei
         if not bool(jnp.all(jnp.isfinite(w)) & jnp.all(w >= 0)):
             raise MbdjaxError("fit: weights must be finite and non-negative.")
 
-    def outputs_at(theta, adjoint):
+    def outputs_at(theta, adjoint, steps=False):
         p = set_values(p0, paths, theta)
         traj = simulate(model, *initial_state(q0, qd0, p), t1=ts[-1], saveat=ts, params=p, adjoint=adjoint,
                         **simulate_kwargs)
         y = jnp.asarray(fn(traj), dtype=float)
-        return y[:, None] if y.ndim == 1 else y
+        y = y[:, None] if y.ndim == 1 else y
+        return (y, int(np.sum(np.asarray(traj.num_steps)))) if steps else y
 
     forward = diffrax.ForwardMode()
-    y_start = outputs_at(jnp.asarray(theta0), forward)
+    y_start, start_steps = outputs_at(jnp.asarray(theta0), forward, steps=True)
+    if "max_steps" not in simulate_kwargs:
+        # A trial far off (a stiff or singular motion) fails fast instead of running
+        # the default 100 000 steps: 16× the start's steps, a power of two (so that
+        # fits from nearby starts share the compilation), at least 4096.
+        simulate_kwargs = {**simulate_kwargs, "max_steps": trial_max_steps(start_steps)}
     if y_start.shape != d.shape:
         raise MbdjaxError(f"fit: the outputs have shape {tuple(y_start.shape)} at the data times but the data "
                           f"values have shape {tuple(d.shape)}; give one data column per output.")
