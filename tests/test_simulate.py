@@ -186,3 +186,19 @@ def test_derived_outputs_of_a_batched_trajectory(pushed):
     np.testing.assert_allclose(batched.energy()[1], run(masses[1]).energy(), atol=1e-10)
     assert batched.position_residual().shape == (2, 5, 1)
     np.testing.assert_allclose(batched.work()[0], run(masses[0]).work(), atol=1e-10)
+
+
+def test_projection_correction_is_the_minimum_norm_one_for_full_and_deficient_rows():
+    """The projection's correction `Jᵀ(JJᵀ)⁻¹r` (Cholesky when J has full row rank, SVD
+    least squares when a row is redundant) equals the pseudo-inverse solution `J⁺r`
+    (NumPy's SVD pinv as the reference; round-off tolerance 1e-12)."""
+    from mbdjax._stabilization.projection import _min_norm_correction
+
+    rng = np.random.default_rng(0)
+    J = rng.standard_normal((4, 7))
+    x = rng.standard_normal(7)
+    for rows in (J, np.vstack([J, J[0] + J[1]])):      # full rank; one row the sum of two
+        r = rows @ x
+        dx = np.asarray(_min_norm_correction(jnp.asarray(rows), jnp.asarray(r)))
+        np.testing.assert_allclose(dx, np.linalg.pinv(rows) @ r, atol=1e-12)
+        np.testing.assert_allclose(rows @ dx, r, atol=1e-12)

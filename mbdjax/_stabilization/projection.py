@@ -10,8 +10,25 @@ from .base import AbstractStabilization
 
 
 def _min_norm_correction(J, r):
-    """`Jᵀ (J Jᵀ)⁻¹ r`: the smallest `dx` with `J dx = r` (least squares if J is deficient)."""
-    return J.T @ jnp.linalg.lstsq(J @ J.T, r)[0]
+    """`Jᵀ (J Jᵀ)⁻¹ r`: the smallest `dx` with `J dx = r` (least squares if J is deficient).
+
+    A Cholesky solve of `J Jᵀ` (positive definite when J has full row rank); when that
+    factorization fails (redundant rows) or comes out ill-conditioned, an SVD least
+    squares solve instead. Only the branch taken runs (`lax.cond`), so full-rank
+    constraints pay a Cholesky per projection (ten times cheaper than the SVD).
+    """
+    G = J @ J.T
+    L = jnp.linalg.cholesky(G)
+    d = jnp.diagonal(L)
+    good = jnp.all(jnp.isfinite(L)) & (jnp.min(d) > 1e-7 * jnp.max(d))
+
+    def cholesky(_):
+        return jax.scipy.linalg.cho_solve((L, True), r)
+
+    def least_squares(_):
+        return jnp.linalg.lstsq(G, r)[0]
+
+    return J.T @ jax.lax.cond(good, cholesky, least_squares, None)
 
 
 def project_positions(model, q, t, p, iterations=2):
