@@ -30,6 +30,7 @@ import jax
 import jax.numpy as jnp
 import optimistix as optx
 
+from ._params import get_values, set_values
 from ._solve import solve
 
 
@@ -52,14 +53,11 @@ class Switching:
 
     def modes(self, p):
         """`(len(keys),)` array of the mode leaves of `p`."""
-        return jnp.stack([jnp.asarray(p[a][b], dtype=float) for a, b in self.keys])
+        return get_values(p, self.keys)
 
     def with_modes(self, p, modes):
         """`p` with its mode leaves replaced by `modes (len(keys),)`."""
-        out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in p.items()}
-        for j, (a, b) in enumerate(self.keys):
-            out[a][b] = modes[j]
-        return out
+        return set_values(p, self.keys, modes)
 
 
 def switching_of(model):
