@@ -202,6 +202,24 @@ def _combination(vector, names):
 
 
 # ------------------------------------------------------------------------- loss
+def _outputs_at_data(model, fn, paths, q0, simulate_kwargs):
+    """`outputs(theta, p0, q0_, qd0_, ts, adjoint, throw=True) -> (y (T, k), traj)`:
+    the outputs at the data times for free parameter values `theta` (natural units),
+    the other parameters from `p0`. The start is `(q0_, qd0_)`, or `q0(params)` when
+    `q0` is a function of the parameters. One definition for the loss, the fit's
+    residuals and its start check."""
+
+    def outputs(theta, p0, q0_, qd0_, ts, adjoint, throw=True):
+        p = set_values(p0, paths, theta)
+        start = initial_state(q0, None, p) if callable(q0) else (q0_, qd0_)
+        traj = simulate(model, *start, t1=ts[-1], saveat=ts, params=p, adjoint=adjoint, throw=throw,
+                        **simulate_kwargs)
+        y = jnp.asarray(fn(traj), dtype=float)
+        return (y[:, None] if y.ndim == 1 else y), traj
+
+    return outputs
+
+
 def fit_loss(model, data, params0=None, *, free, outputs, q0, qd0, weights=None, adjoint=None,
              **simulate_kwargs):
     """The loss `L(θ) = ½ Σ (w (y(θ) − d))²` that `fit` minimizes, as a JAX function
@@ -216,12 +234,10 @@ def fit_loss(model, data, params0=None, *, free, outputs, q0, qd0, weights=None,
     w = jnp.ones_like(d) if weights is None else jnp.broadcast_to(jnp.asarray(weights, dtype=float), d.shape)
     adjoint = diffrax.RecursiveCheckpointAdjoint() if adjoint is None else adjoint
 
+    outputs_at = _outputs_at_data(model, fn, paths, q0, simulate_kwargs)
+
     def L(theta):
-        p = set_values(p0, paths, theta)
-        traj = simulate(model, *initial_state(q0, qd0, p), t1=ts[-1], saveat=ts, params=p, adjoint=adjoint,
-                        **simulate_kwargs)
-        y = jnp.asarray(fn(traj), dtype=float)
-        r = w * ((y[:, None] if y.ndim == 1 else y) - d)
+        r = w * (outputs_at(theta, p0, q0, qd0, ts, adjoint)[0] - d)
         return 0.5 * jnp.sum(r * r)
 
     return L, get_values(p0, paths)
@@ -248,15 +264,13 @@ def _single_shooting(model, fn, outputs, paths, kinds, q0, simulate_kwargs):
         return _COMPILED[key][1]
     _, from_free = _maps(kinds)
 
+    outputs_at = _outputs_at_data(model, fn, paths, q0, simulate_kwargs)
+
     def residual(z, args):
         p0, q0_, qd0_, ts, d, w = args
-        p = set_values(p0, paths, from_free(z))
-        start = initial_state(q0, None, p) if callable(q0) else (q0_, qd0_)
         # A failed run (trial parameters far off) gives NaN residuals: LM rejects the step.
-        traj = simulate(model, *start, t1=ts[-1], saveat=ts, params=p, adjoint=forward, throw=False,
-                        **simulate_kwargs)
-        y = jnp.where(traj.success, jnp.asarray(fn(traj), dtype=float), jnp.nan)
-        return (w * ((y[:, None] if y.ndim == 1 else y) - d)).reshape(-1)
+        y, traj = outputs_at(from_free(z), p0, q0_, qd0_, ts, forward, throw=False)
+        return (w * (jnp.where(traj.success, y, jnp.nan) - d)).reshape(-1)
 
     fns = (jax.jit(residual), jax.jit(lambda z, args: (residual(z, args), jax.jacfwd(residual)(z, args))))
     if key is not None:
@@ -384,16 +398,10 @@ def fit(model, data, params0=None, *, free: Sequence[str], outputs, q0, qd0, wei
         if not bool(jnp.all(jnp.isfinite(w)) & jnp.all(w >= 0)):
             raise MbdjaxError("fit: weights must be finite and non-negative.")
 
-    def outputs_at(theta, adjoint, steps=False):
-        p = set_values(p0, paths, theta)
-        traj = simulate(model, *initial_state(q0, qd0, p), t1=ts[-1], saveat=ts, params=p, adjoint=adjoint,
-                        **simulate_kwargs)
-        y = jnp.asarray(fn(traj), dtype=float)
-        y = y[:, None] if y.ndim == 1 else y
-        return (y, int(np.sum(np.asarray(traj.num_steps)))) if steps else y
-
     forward = diffrax.ForwardMode()
-    y_start, start_steps = outputs_at(jnp.asarray(theta0), forward, steps=True)
+    y_start, traj = _outputs_at_data(model, fn, paths, q0, simulate_kwargs)(jnp.asarray(theta0), p0, q0, qd0, ts,
+                                                                           forward)
+    start_steps = int(np.sum(np.asarray(traj.num_steps)))
     if "max_steps" not in simulate_kwargs:
         # A trial far off (a stiff or singular motion) fails fast instead of running
         # the default 100 000 steps: 16× the start's steps, a power of two (so that
@@ -469,11 +477,12 @@ def fit(model, data, params0=None, *, free: Sequence[str], outputs, q0, qd0, wei
         import optax
 
         checkpoint = diffrax.RecursiveCheckpointAdjoint()
+        outputs_at = _outputs_at_data(model, fn, paths, q0, simulate_kwargs)
 
         @jax.jit
         def loss_and_grad(z):
             def L(zz):
-                rr = (w * (outputs_at(from_free(zz), checkpoint) - d)).reshape(-1)
+                rr = (w * (outputs_at(from_free(zz), p0, q0, qd0, ts, checkpoint)[0] - d)).reshape(-1)
                 return 0.5 * rr @ rr
             return jax.value_and_grad(L)(z)
 
