@@ -71,27 +71,6 @@ def shooting_residual(model, fn, p0, paths, from_free, n_free, q0, qd0, t_data, 
     w_seg = jnp.asarray(np.asarray(w)[rows] * mask[..., None])
     starts_j, save_j = jnp.asarray(starts), jnp.asarray(save)
 
-    def run(p, Q0, V0):
-        def one(qa, va, ta, ts):
-            traj = simulate(model, qa, va, t0=ta, t1=ts[-1], saveat=ts, params=p, adjoint=adjoint, throw=False,
-                            **simulate_kwargs)
-            y = jnp.where(traj.success, jnp.asarray(fn(traj), dtype=float), jnp.nan)   # failed: LM rejects
-            y = y[:, None] if y.ndim == 1 else y
-            return y, traj.q[-1], traj.qd[-1]
-        return jax.vmap(one)(Q0, V0, starts_j, save_j)
-
-    def residual(z, rho):
-        p = set_values(p0, paths, from_free(z[:n_free]))
-        Y = z[n_free:].reshape(S - 1, 2 * n)
-        qs, vs = jax.vmap(lambda a, b, t: _project(model, a, b, t, p))(Y[:, :n], Y[:, n:], starts_j[1:])
-        first_q, first_v = initial_state(q0, qd0, p)
-        Q0 = jnp.concatenate([jnp.asarray(first_q, dtype=float)[None, :], qs])
-        V0 = jnp.concatenate([jnp.asarray(first_v, dtype=float)[None, :], vs])
-        y, q_end, v_end = run(p, Q0, V0)
-        data = (w_seg * (y[:, :-1] - d_seg)).reshape(-1)
-        defects = rho * (jnp.concatenate([q_end[:-1], v_end[:-1]], axis=1) - jnp.concatenate([qs, vs], axis=1))
-        return jnp.concatenate([data, defects.reshape(-1)])
-
     L, k = int(d_seg.shape[1]), int(d_seg.shape[2])
 
     def segment(z_theta, X, ta, ts, ds, ws):
@@ -111,6 +90,15 @@ def shooting_residual(model, fn, p0, paths, from_free, n_free, q0, qd0, t_data, 
         p = set_values(p0, paths, from_free(z_theta))
         a, b = initial_state(q0, qd0, p)
         return jnp.concatenate([jnp.asarray(a, dtype=float), jnp.asarray(b, dtype=float)])
+
+    def residual(z, rho):
+        zt = z[:n_free]
+        Y = z[n_free:].reshape(S - 1, 2 * n)
+        X = jax.vmap(lambda y, t: start(zt, y, t))(Y, starts_j[1:])
+        Xall = jnp.concatenate([first_start(zt)[None], X])
+        r, e = jax.vmap(lambda x, ta, ts, ds, ws: segment(zt, x, ta, ts, ds, ws))(Xall, starts_j, save_j, d_seg,
+                                                                                 w_seg)
+        return jnp.concatenate([r.reshape(-1), (rho * (e[:-1] - X)).reshape(-1)])
 
     def residual_and_jacobian(z, rho):
         """Residuals and their Jacobian, assembled from per-segment blocks: each

@@ -22,21 +22,28 @@ largest difference of finite differences from forward mode, relative to the larg
 sensitivity). Targets (issue): the reverse-mode gradient at most 3× the forward
 time at N = 10; forward sensitivities for 10 parameters cheaper than 11 simulations.
 
-Run: python experiments/bench/gradients.py [--quick] [--N 10 20]   (--quick: N = 2)
+Run: python experiments/bench/gradients.py [--quick] [--N 10 20] [--out FILE]
+(--quick: N = 2; the full run writes experiments/bench/results_gradients.md)
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
+import os
 import time
 
-import diffrax
-import jax
-import jax.numpy as jnp
-import numpy as np
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")   # as in core.py: one BLAS thread next to XLA
 
-import mbdjax as mbd
-from mbdjax import models
+import diffrax  # noqa: E402
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+import mbdjax as mbd  # noqa: E402
+from mbdjax import models  # noqa: E402
+
+from core import cpu_model, machine_line  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
@@ -129,25 +136,41 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="N = 2 only")
     parser.add_argument("--N", type=int, nargs="+", default=None, help="chain sizes (default 2 5 10 20)")
+    parser.add_argument("--out", default=None, help="markdown file for the results")
     args = parser.parse_args()
     sizes = args.N or ((2,) if args.quick else (2, 5, 10, 20))
+    lines = []
+
+    def say(text=""):
+        print(text, flush=True)
+        lines.append(text)
+
     summary = []
     for N in sizes:
         rows, t_fwd, steps, (t_sens, t_fd, fd_diff) = study(N)
-        print(f"\npendulum chain N = {N} ({N} link masses), {T1:g} s, {steps} steps; "
-              f"forward run {t_fwd * 1e3:.1f} ms")
-        print(f"  {'method':58s} {'time':>9s} {'/ forward':>9s} {'temp memory':>12s} {'vs default':>10s}")
+        say(f"\npendulum chain N = {N} ({N} link masses), {T1:g} s, {steps} steps; "
+            f"forward run {t_fwd * 1e3:.1f} ms")
+        say(f"  {'method':58s} {'time':>9s} {'/ forward':>9s} {'temp memory':>12s} {'vs default':>10s}")
         for label, t, ratio, mem, diff in rows:
             d = "" if diff is None else ("reference" if label == rows[2][0] else f"{diff:.1e}")
-            print(f"  {label:58s} {t * 1e3:7.1f}ms {ratio:9.2f} {mem:9.2f} MB {d:>10s}")
-        print(f"  sensitivities ∂q(t)/∂m at 41 times: forward mode {t_sens * 1e3:.1f} ms, {N + 1} runs for "
-              f"finite differences {t_fd * 1e3:.1f} ms (forward mode {t_fd / t_sens:.1f}x cheaper); "
-              f"finite differences differ by {fd_diff:.1e} of the largest sensitivity")
+            say(f"  {label:58s} {t * 1e3:7.1f}ms {ratio:9.2f} {mem:9.2f} MB {d:>10s}")
+        say(f"  sensitivities dq(t)/dm at 41 times: forward mode {t_sens * 1e3:.1f} ms; {N + 1} runs for "
+            f"finite differences {t_fd * 1e3:.1f} ms (ratio {t_fd / t_sens:.2f}); finite differences "
+            f"differ by {fd_diff:.1e} of the largest sensitivity")
         summary.append((N, rows[2][2], t_fd / t_sens))
-    print("\nsummary: N, default reverse-mode gradient / forward, (N + 1 runs) / forward sensitivities")
+    say("\nsummary (targets: gradient <= 3x forward at N = 10; forward sensitivities cheaper than N + 1 runs)")
     for N, ratio, gain in summary:
-        print(f"  N = {N:2d}: gradient {ratio:.2f}x forward; forward sensitivities {gain:.1f}x cheaper than "
-              f"{N + 1} runs")
+        say(f"  N = {N:2d}: reverse-mode gradient {ratio:.2f}x forward; (N + 1 runs) / forward sensitivities "
+            f"{gain:.2f}")
+    out = args.out or (None if args.quick or args.N else
+                       os.path.join(os.path.dirname(os.path.abspath(__file__)), "results_gradients.md"))
+    if out:
+        with open(out, "w") as fh:
+            fh.write("# Gradients and sensitivities through simulate\n\n")
+            fh.write(f"- date: {datetime.datetime.now():%Y-%m-%d %H:%M}\n- machine: {cpu_model()}; "
+                     f"{machine_line()}\n- command: `python experiments/bench/gradients.py`\n\n")
+            fh.write("```\n" + "\n".join(lines).strip("\n") + "\n```\n")
+        print(f"results: {out}")
 
 
 if __name__ == "__main__":
