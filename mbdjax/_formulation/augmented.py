@@ -14,12 +14,12 @@ from __future__ import annotations
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import jax.scipy.linalg  # noqa: F401  (cho_factor, cho_solve)
 
 from .. import _dynamics as dyn
 from .. import _first_order as fo_
 from .. import _kinematics as kin
 from .._first_order import FirstOrder
+from .._linalg import spd_solve
 from .._tracing import is_concrete
 from .base import AbstractFormulation
 
@@ -141,7 +141,7 @@ class Augmented(AbstractFormulation):
                 vals = kin.holonomic_jacobian_values(model, q, t, p)
                 S = pattern.schur(vals, Minv)
                 rhs = pattern.matvec(vals, Minv * Q) - g
-                lam = jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(S), rhs)
+                lam = spd_solve(S, rhs)
                 return Minv * (Q - pattern.rmatvec(vals, lam)), lam
             B = kin.constraint_jacobian(model, q, t, p)
             BMinv = B * Minv[None, :]

@@ -3,32 +3,19 @@
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
 
 from .. import _kinematics as kin
+from .._linalg import spd_solve
 from .base import AbstractStabilization
 
 
 def _min_norm_correction(J, r):
     """`Jᵀ (J Jᵀ)⁻¹ r`: the smallest `dx` with `J dx = r` (least squares if J is deficient).
 
-    A Cholesky solve of `J Jᵀ` (positive definite when J has full row rank); when that
-    factorization fails (redundant rows) or comes out ill-conditioned, an SVD least
-    squares solve instead. Only the branch taken runs (`lax.cond`), so full-rank
-    constraints pay a Cholesky per projection (ten times cheaper than the SVD).
+    `J Jᵀ` is solved by Cholesky (`mbdjax._linalg.spd_solve`), or by SVD least squares
+    when it is singular (redundant rows): only the branch taken runs.
     """
-    G = J @ J.T
-    L = jnp.linalg.cholesky(G)
-    d = jnp.diagonal(L)
-    good = jnp.all(jnp.isfinite(L)) & (jnp.min(d) > 1e-7 * jnp.max(d))
-
-    def cholesky(_):
-        return jax.scipy.linalg.cho_solve((L, True), r)
-
-    def least_squares(_):
-        return jnp.linalg.lstsq(G, r)[0]
-
-    return J.T @ jax.lax.cond(good, cholesky, least_squares, None)
+    return J.T @ spd_solve(J @ J.T, r, True)
 
 
 def project_positions(model, q, t, p, iterations=2):
