@@ -175,6 +175,12 @@ def _simulate(model, formulation, stabilization, solver, adjoint, q0, qd0, p, t0
     # halves the solver's per-stage array operations (about 2 µs per step on a CPU).
     y0 = formulation.initial_state(model, q0, qd0, t0, p)
     controller = diffrax.PIDController(rtol=rtol, atol=atol)
+    if isinstance(adjoint, diffrax.BacksolveAdjoint) and formulation.projects(stabilization):
+        raise SimulationError(
+            "simulate: BacksolveAdjoint solves the continuous adjoint equations backwards, and the "
+            "projection after each step is not part of them; use stabilization='none' or 'baumgarte' "
+            "with it, or the default adjoint (RecursiveCheckpointAdjoint) with the projection."
+        )
     run = formulation.integrate(model, stabilization, (solver, adjoint, controller, dt0, max_steps),
                                 y0, p, t0, t1, ts)
 
