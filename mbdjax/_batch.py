@@ -52,7 +52,26 @@ def _compiled(model, axes, static, dynamic_keys):
     return fn
 
 
-def simulate_batch(model, q0, qd0, params=None, **simulate_kwargs) -> Trajectory:
+def _shard(devices, B, leaves_axes):
+    """Place the inputs on a one-axis mesh over `devices`: batched leaves split along
+    their first axis (padded by repeating the last member to a multiple of the device
+    count), shared leaves replicated. Returns the placed leaves and the padding."""
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    mesh = Mesh(np.asarray(devices), ("batch",))
+    pad = (-B) % len(devices)
+    out = []
+    for x, ax in leaves_axes:
+        if ax is None:
+            out.append(jax.device_put(x, NamedSharding(mesh, PartitionSpec())))
+        else:
+            if pad:
+                x = jnp.concatenate([x, jnp.repeat(x[-1:], pad, axis=0)])
+            out.append(jax.device_put(x, NamedSharding(mesh, PartitionSpec("batch"))))
+    return out, pad
+
+
+def simulate_batch(model, q0, qd0, params=None, *, devices=None, **simulate_kwargs) -> Trajectory:
     """Simulate a batch of initial states and parameter sets in one compiled call.
 
     Arguments:
@@ -62,6 +81,13 @@ def simulate_batch(model, q0, qd0, params=None, **simulate_kwargs) -> Trajectory
         params: a parameter pytree of the model's structure (default `model.params`)
             whose leaves are either of the model's own shape (shared) or carry a
             leading batch axis of length B (`params["spring"]["k"]` of shape `(B,)`).
+        devices: the devices to split the batch over (default `jax.devices()`). With
+            more than one, the batch axis is sharded over a one-axis `jax.sharding`
+            mesh (padded to a multiple of the device count, the padding dropped from
+            the result) and XLA partitions the compiled call; the members are gathered
+            in order onto the first device, the same as the one-device result. Several hosts: start every process with
+            `jax.distributed.initialize()` and pass `devices=jax.devices()` (all
+            hosts' devices; see `experiments/multihost_batch.py`).
         simulate_kwargs: as for `mbdjax.simulate` (`t1` required; `t0`, `saveat`,
             `formulation`, `solver`, `rtol`, `atol`, `throw`, ...), the same for
             every member. `t0` and `t1` are traced, so new values do not recompile.
@@ -138,4 +164,20 @@ def simulate_batch(model, q0, qd0, params=None, **simulate_kwargs) -> Trajectory
             static.append((key, value))
     fn = _compiled(model, (q_ax, v_ax, (treedef, tuple(axes))), tuple(sorted(static, key=lambda kv: kv[0])),
                    tuple(sorted(dynamic)))
-    return fn(q0, qd0, p, dynamic)
+    devices = list(jax.devices() if devices is None else devices)
+    if not devices:
+        raise SimulationError("simulate_batch: devices= is empty; give at least one device (jax.devices()).")
+    if len(devices) == 1:
+        q0, qd0, p = jax.device_put((q0, qd0, p), devices[0])
+        return fn(q0, qd0, p, dynamic)
+    B = next(iter(sizes.values()))
+    placed, pad = _shard(devices, B, [(q0, q_ax), (qd0, v_ax)] + list(zip(leaves_p, axes)))
+    out = fn(placed[0], placed[1], jax.tree_util.tree_unflatten(treedef, placed[2:]), dynamic)
+    if jax.process_count() > 1:      # several hosts: every process gets the whole batch
+        from jax.experimental import multihost_utils
+
+        out = multihost_utils.process_allgather(out, tiled=True)
+        return jax.tree_util.tree_map(lambda x: x[:B], out) if pad else out
+    if pad:
+        out = jax.tree_util.tree_map(lambda x: x[:B], out)
+    return jax.device_put(out, devices[0])      # gathered, in order, onto the first device

@@ -74,3 +74,68 @@ def test_new_values_reuse_the_compilation(four_bar):
         mbd.simulate_batch(model, q0, scale * qd0, params, t1=t1, saveat=5, drift_tol=None)
     compiled = [fn for (m, fn) in _batch._COMPILED.values() if m is model]
     assert [fn._cache_size() for fn in compiled][-1:] == [1]
+
+
+_TWO_DEVICES = r"""
+import jax, jax.numpy as jnp, numpy as np
+jax.config.update("jax_enable_x64", True)
+import mbdjax as mbd
+from mbdjax import models
+assert len(jax.devices()) == 2, jax.devices()
+ex = models.get("four-bar")
+model = ex.model
+masses = jnp.array([0.6, 0.7, 0.8])            # three members on two devices: one padded
+params = {**model.params, "coupler": {**model.params["coupler"], "mass": masses}}
+kw = dict(t1=0.5, saveat=6, rtol=1e-10, atol=1e-12)
+both = mbd.simulate_batch(model, ex.q0, ex.qd0, params, **kw)
+one = mbd.simulate_batch(model, ex.q0, ex.qd0, params, devices=jax.devices()[:1], **kw)
+assert both.q.shape == (3, 6, model.n), both.q.shape
+assert both.q.devices() == one.q.devices() == {jax.devices()[0]}   # gathered onto the first device
+np.testing.assert_allclose(np.asarray(both.q), np.asarray(one.q), rtol=0, atol=1e-12)
+np.testing.assert_allclose(np.asarray(both.lam), np.asarray(one.lam), rtol=1e-12, atol=1e-12)
+print("ok")
+"""
+
+
+def test_two_host_devices_give_the_single_device_result():
+    """The batch sharded over two forced CPU devices (a subprocess, so that the XLA
+    flag takes effect before JAX starts) equals the one-device batch to 1e-12, in
+    order, including the padding of an odd batch."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2", "JAX_PLATFORMS": "cpu"}
+    proc = subprocess.run([sys.executable, "-c", _TWO_DEVICES], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0 and "ok" in proc.stdout, proc.stdout[-2000:] + proc.stderr[-4000:]
+
+
+def test_multihost_example_runs_on_two_processes():
+    """`experiments/multihost_batch.py` on two local CPU processes joined by
+    `jax.distributed` (gloo collectives) gives the one-process numbers."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "experiments",
+                          "multihost_batch.py")
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    env.pop("XLA_FLAGS", None)
+    args = [sys.executable, script, "--coordinator", f"localhost:{port}", "--processes", "2", "--batch", "5"]
+    other = subprocess.Popen(args + ["--id", "1"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        main = subprocess.run(args + ["--id", "0"], env=env, capture_output=True, text=True, timeout=300)
+        other.wait(timeout=120)
+    finally:
+        other.kill()
+    single = subprocess.run([sys.executable, script, "--batch", "5"], env=env, capture_output=True, text=True,
+                            timeout=300)
+    assert main.returncode == 0 and single.returncode == 0, main.stderr[-3000:] + single.stderr[-3000:]
+    assert "2 process(es), 2 device(s)" in main.stdout
+    # the same rocker angles and residual: the text after the device count agrees
+    assert main.stdout.split("batch 5:")[1] == single.stdout.split("batch 5:")[1]

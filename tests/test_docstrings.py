@@ -54,3 +54,14 @@ def test_readme_fit_snippet_runs(capsys):
     exec(compile(code, "README.md", "exec"), namespace)
     assert abs(float(namespace["res"].values[1]) - 4.0) < 1e-5 and namespace["s"].raw.shape == (40, 1, 3)
     assert "spring.k" in capsys.readouterr().out
+
+
+def test_readme_batch_snippet_runs():
+    import os
+    import re
+
+    readme = open(os.path.join(os.path.dirname(os.path.dirname(__file__)), "README.md")).read()
+    code = re.search(r"### Batches, devices and hosts\n\n```python\n(.*?)```", readme, re.S).group(1)
+    namespace = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    assert namespace["batch"].q.shape == (64, 21, 9)
