@@ -69,6 +69,7 @@ def simulate(
     rtol=1e-8,
     atol=1e-10,
     dt0=None,
+    fixed_step=None,
     max_steps=100_000,
     adjoint=None,
     drift_tol=1e-6,
@@ -96,6 +97,11 @@ def simulate(
             (`diffrax.Kvaerno5()`) work with every formulation, for stiff models.
         rtol, atol: tolerances of the adaptive step-size controller.
         dt0: initial step (default: chosen by diffrax).
+        fixed_step: a step size `h` (s) for fixed steps instead of adaptive ones
+            (`diffrax.ConstantStepSize`; rtol/atol and dt0 are then unused): a fixed,
+            predictable cost per run, for throughput in batches. The accuracy is the
+            solver's at that step, with no error control; `max_steps` must cover
+            `(t1 − t0)/h`.
         max_steps: solver step limit.
         adjoint: a diffrax adjoint (default `diffrax.RecursiveCheckpointAdjoint()`).
         drift_tol: largest admissible holonomic residual `max |Φ|` at the output
@@ -149,6 +155,15 @@ def simulate(
                 + "), where the equations of motion are not defined"
                 + (f"; {model.singularity_advice}." if model.singularity_advice else ".")
             )
+    if fixed_step is not None:
+        if not (isinstance(fixed_step, (int, float)) and fixed_step > 0):
+            raise SimulationError(f"simulate: fixed_step must be a positive step size in seconds, got {fixed_step!r}.")
+        if is_concrete(t0, t1) and float(t1 - t0) / fixed_step > int(max_steps):
+            raise SimulationError(
+                f"simulate: fixed_step={fixed_step:g} needs {float(t1 - t0) / fixed_step:.0f} steps from t0 to t1, "
+                f"more than max_steps={int(max_steps)}; raise max_steps or the step."
+            )
+        dt0 = float(fixed_step)
     formulation = formulation.prepare(model, p, q0, t0)
     ts = _save_times(saveat, t0, t1)
     settings = (
@@ -158,7 +173,7 @@ def simulate(
         ("rtol", float(rtol)),
         ("atol", float(atol)),
         ("max_steps", int(max_steps)),
-    )
+    ) + ((("fixed_step", float(fixed_step)),) if fixed_step is not None else ())
     return _simulate(
         model, formulation, stabilization, solver, adjoint, q0, qd0, p, t0, t1, ts,
         rtol, atol, dt0, int(max_steps), drift_tol, bool(throw), settings,
@@ -174,7 +189,8 @@ def _simulate(model, formulation, stabilization, solver, adjoint, q0, qd0, p, t0
     # The state is one flat vector (y = [q; q̇] for most formulations): a single leaf
     # halves the solver's per-stage array operations (about 2 µs per step on a CPU).
     y0 = formulation.initial_state(model, q0, qd0, t0, p)
-    controller = diffrax.PIDController(rtol=rtol, atol=atol)
+    fixed = any(k == "fixed_step" for k, _ in settings)
+    controller = diffrax.ConstantStepSize() if fixed else diffrax.PIDController(rtol=rtol, atol=atol)
     if isinstance(adjoint, diffrax.BacksolveAdjoint) and formulation.projects(stabilization):
         raise SimulationError(
             "simulate: BacksolveAdjoint solves the continuous adjoint equations backwards, and the "
