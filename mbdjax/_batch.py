@@ -10,46 +10,36 @@ batch is therefore set by its hardest member.
 
 from __future__ import annotations
 
-import collections
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ._errors import SimulationError
 from ._integrate import simulate
+from ._tracing import CompiledCache
 from ._trajectory import Trajectory, flatten_params
 
 
-_COMPILED: collections.OrderedDict = collections.OrderedDict()
+_COMPILED = CompiledCache(16)
 
 
 def _compiled(model, axes, static, dynamic_keys):
     """The jitted, vmapped `simulate` for this model, batch layout and settings; kept
     (16 at most) so repeated batches with new values reuse the compilation. The model
     and the hashable settings are closed over (static); arrays are arguments."""
-    key = (id(model), axes, static, dynamic_keys)
-    try:
-        hash(key)
-    except TypeError:   # an unhashable setting: compile for this call only
-        key = None
-    if key is not None and key in _COMPILED:
-        _COMPILED.move_to_end(key)
-        return _COMPILED[key][1]
-    q_ax, v_ax, p_axes = axes
-    p_axes = jax.tree_util.tree_unflatten(p_axes[0], list(p_axes[1]))
 
-    def run(q0, qd0, p, dynamic):
-        kwargs = {**dict(static), **dynamic}
-        return jax.vmap(lambda q, v, pp: simulate(model, q, v, params=pp, **kwargs),
-                        in_axes=(q_ax, v_ax, p_axes))(q0, qd0, p)
+    def build():
+        q_ax, v_ax, p_axes = axes
+        p_axes = jax.tree_util.tree_unflatten(p_axes[0], list(p_axes[1]))
 
-    fn = jax.jit(run)
-    if key is not None:
-        _COMPILED[key] = (model, fn)       # keep the model whose id is in the key
-        while len(_COMPILED) > 16:
-            _COMPILED.popitem(last=False)
-    return fn
+        def run(q0, qd0, p, dynamic):
+            kwargs = {**dict(static), **dynamic}
+            return jax.vmap(lambda q, v, pp: simulate(model, q, v, params=pp, **kwargs),
+                            in_axes=(q_ax, v_ax, p_axes))(q0, qd0, p)
+
+        return jax.jit(run)
+
+    return _COMPILED.get((id(model), axes, static, dynamic_keys), model, build)
 
 
 def _shard(devices, B, leaves_axes):

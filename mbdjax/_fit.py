@@ -19,7 +19,6 @@ resolve. Bounds are smooth reparametrisations: `(0, None)` optimizes `log θ`,
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import os
 from collections.abc import Sequence
@@ -33,6 +32,7 @@ from ._errors import MbdjaxError
 from ._integrate import simulate
 from ._params import get_values, path_name, resolve_names, set_values
 from ._sensitivity import _output_function, initial_state
+from ._tracing import CompiledCache
 
 #: Relative singular values below this are reported as not identifiable.
 IDENTIFIABILITY_TOL = 1e-6
@@ -244,7 +244,7 @@ def fit_loss(model, data, params0=None, *, free, outputs, q0, qd0, weights=None,
 
 
 # ------------------------------------------------------------- compiled pieces
-_COMPILED: collections.OrderedDict = collections.OrderedDict()
+_COMPILED = CompiledCache(16)
 
 
 def _single_shooting(model, fn, outputs, paths, kinds, q0, simulate_kwargs):
@@ -253,31 +253,26 @@ def _single_shooting(model, fn, outputs, paths, kinds, q0, simulate_kwargs):
     free parameters, bounds and simulate settings, so repeated fits (new data, new
     start, Monte-Carlo draws) reuse the compilation."""
     forward = diffrax.ForwardMode()
+
+    def build():
+        _, from_free = _maps(kinds)
+        outputs_at = _outputs_at_data(model, fn, paths, q0, simulate_kwargs)
+
+        def residual(z, args):
+            p0, q0_, qd0_, ts, d, w = args
+            # A failed run (trial parameters far off) gives NaN residuals: LM rejects the step.
+            y, traj = outputs_at(from_free(z), p0, q0_, qd0_, ts, forward, throw=False)
+            return (w * (jnp.where(traj.success, y, jnp.nan) - d)).reshape(-1)
+
+        return jax.jit(residual), jax.jit(lambda z, args: (residual(z, args), jax.jacfwd(residual)(z, args)))
+
     try:
-        key = (id(model), outputs if not callable(outputs) else id(outputs), paths, kinds,
-               id(q0) if callable(q0) else None, tuple(sorted(simulate_kwargs.items())))
-        hash(key)
-    except TypeError:  # unhashable simulate settings: compile for this fit only
-        key = None
-    if key is not None and key in _COMPILED:
-        _COMPILED.move_to_end(key)
-        return _COMPILED[key][1]
-    _, from_free = _maps(kinds)
-
-    outputs_at = _outputs_at_data(model, fn, paths, q0, simulate_kwargs)
-
-    def residual(z, args):
-        p0, q0_, qd0_, ts, d, w = args
-        # A failed run (trial parameters far off) gives NaN residuals: LM rejects the step.
-        y, traj = outputs_at(from_free(z), p0, q0_, qd0_, ts, forward, throw=False)
-        return (w * (jnp.where(traj.success, y, jnp.nan) - d)).reshape(-1)
-
-    fns = (jax.jit(residual), jax.jit(lambda z, args: (residual(z, args), jax.jacfwd(residual)(z, args))))
-    if key is not None:
-        _COMPILED[key] = ((model, outputs, q0), fns)   # keep the objects whose ids are in the key
-        while len(_COMPILED) > 16:
-            _COMPILED.popitem(last=False)
-    return fns
+        settings = tuple(sorted(simulate_kwargs.items()))
+    except TypeError:   # settings that cannot be ordered: compile for this fit only
+        return build()
+    key = (id(model), outputs if not callable(outputs) else id(outputs), paths, kinds,
+           id(q0) if callable(q0) else None, settings)
+    return _COMPILED.get(key, (model, outputs, q0), build)
 
 
 def trial_max_steps(start_steps: int) -> int:
