@@ -217,3 +217,29 @@ def test_fixed_steps(pendulum):
         mbd.simulate(pendulum, Q0, QD0, t1=1.0, fixed_step=-1e-3)
     with pytest.raises(mbd.SimulationError, match="raise max_steps"):
         mbd.simulate(pendulum, Q0, QD0, t1=1.0, fixed_step=1e-4, max_steps=1000)
+
+
+def test_redundant_mechanism_moves_as_its_one_degree_of_freedom():
+    """The parallelogram with a third parallel link: 12 rows of rank 11, so the Schur
+    complement is singular and the augmented solve takes least squares (the motion is
+    unique, the multipliers are not). Reference: its one-angle Lagrangian, three
+    0.5 m, 1 kg rods about their pivots (I = m a²/3 each) and a 2 kg coupler that
+    translates on a circle of radius a, θ̈ = −(3 m a/2 + m_c a) g cos θ / (m a² + m_c a²),
+    integrated by scipy at rtol 1e-12; 1e-8 in θ over 0.3 s (before the linkage
+    lies flat, a singular configuration)."""
+    from scipy.integrate import solve_ivp
+
+    from mbdjax import models
+
+    ex = models.get("parallelogram-redundant")
+    model = ex.model
+    assert mbd.Augmented().prepare(model, model.params, ex.q0, 0.0).redundant
+    ts = np.linspace(0.0, 0.3, 7)
+    traj = mbd.simulate(model, ex.q0, ex.qd0, t1=0.3, saveat=ts, rtol=1e-11, atol=1e-13)
+    a, m, mc, g = 0.5, 1.0, 2.0, 9.81
+    k = (1.5 * m * a + mc * a) * g / (m * a**2 + mc * a**2)
+    ref = solve_ivp(lambda t, y: [y[1], -k * np.cos(y[0])], (0.0, 0.3), [np.pi / 3, 0.0],
+                    t_eval=ts, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(traj.q[:, model.index("crank.phi")], ref.y[0], rtol=0, atol=1e-8)
+    np.testing.assert_allclose(traj.q[:, model.index("link.phi")], ref.y[0], rtol=0, atol=1e-8)
+    assert float(jnp.max(jnp.abs(traj.position_residual()))) < 1e-10

@@ -11,6 +11,8 @@ an `m × m` solve with no `n × n` work.
 
 from __future__ import annotations
 
+import dataclasses
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -18,6 +20,7 @@ import jax.numpy as jnp
 from .. import _dynamics as dyn
 from .. import _first_order as fo_
 from .. import _kinematics as kin
+from .._checks import rank_deficient_at
 from .._first_order import FirstOrder
 from .._linalg import spd_solve
 from .._tracing import is_concrete
@@ -31,6 +34,11 @@ class Augmented(AbstractFormulation):
         schur: `"auto"` (Schur complement when the model has a constant diagonal
             mass matrix with every entry positive), `True` (require it) or `False`
             (always the dense augmented matrix, needed with massless bodies).
+        redundant: whether the constraint rows are dependent (`None`, the default:
+            read from the rank of `B` at the initial state). With dependent rows
+            (a redundant mechanism: the motion is unique, the multipliers are not)
+            the Schur complement is semidefinite and is solved by least squares,
+            giving the minimum-norm multipliers; with full row rank by Cholesky.
 
     Massless coordinates whose rates the constraints leave free (resistive loops of a
     network: resistors, capacitors, diodes, sources without an inductor) are found by
@@ -45,6 +53,7 @@ class Augmented(AbstractFormulation):
 
     schur: bool | str = "auto"
     first_order: FirstOrder | None = eqx.field(static=True, default=None)
+    redundant: bool | None = eqx.field(static=True, default=None)
 
     def __check_init__(self):
         if self.schur not in ("auto", True, False):
@@ -54,22 +63,29 @@ class Augmented(AbstractFormulation):
         return model.n + model.m
 
     def prepare(self, model, p, q0, t0):
+        if self.redundant is None and model.m > 0:
+            # Read once, outside the compiled loop: with full row rank at the start the
+            # Schur solve is a plain Cholesky; dependent rows (or traced inputs, where
+            # the rank is unknown) keep the least-squares fallback behind a branch.
+            red = rank_deficient_at(model, q0, t0, p)
+            if red is not None:
+                return dataclasses.replace(self, redundant=red).prepare(model, p, q0, t0)
         if self.first_order is None:
             fo = fo_.first_order_structure(model, p, q0, t0)
             if fo is not None:
-                return Augmented(schur=False, first_order=fo)
+                return Augmented(schur=False, first_order=fo, redundant=self.redundant)
         if model.inertia_kind != "mass_diagonal" or model.m == 0:
-            return Augmented(schur=False) if self.schur == "auto" else self
+            return Augmented(schur=False, redundant=self.redundant) if self.schur == "auto" else self
         if self.schur != "auto":
             return self
         diag = dyn.mass_diagonal(model, p)
         if is_concrete(diag):
-            return Augmented(schur=bool(jnp.all(diag > 0)))
+            return Augmented(schur=bool(jnp.all(diag > 0)), redundant=self.redundant)
         # Traced parameters (grad, vmap, jit): decide from the model's own values, so a
         # structurally massless entry (a network's source edge) keeps the dense solve.
         with jax.ensure_compile_time_eval():
             positive = jnp.all(dyn.mass_diagonal(model, model.params) > 0)
-        return Augmented(schur=bool(positive) if is_concrete(positive) else True)
+        return Augmented(schur=bool(positive) if is_concrete(positive) else True, redundant=self.redundant)
 
     def check_params(self, model, p, x):
         if self.schur is not True:
@@ -141,11 +157,11 @@ class Augmented(AbstractFormulation):
                 vals = kin.holonomic_jacobian_values(model, q, t, p)
                 S = pattern.schur(vals, Minv)
                 rhs = pattern.matvec(vals, Minv * Q) - g
-                lam = spd_solve(S, rhs)
+                lam = spd_solve(S, rhs, self.redundant is not False)
                 return Minv * (Q - pattern.rmatvec(vals, lam)), lam
             B = kin.constraint_jacobian(model, q, t, p)
             BMinv = B * Minv[None, :]
-            lam = jnp.linalg.solve(BMinv @ B.T, BMinv @ Q - g)
+            lam = spd_solve(BMinv @ B.T, BMinv @ Q - g, self.redundant is not False)
             return Minv * (Q - B.T @ lam), lam
         B = kin.constraint_jacobian(model, q, t, p)
         M = dyn.mass_matrix(model, q, qd, t, p)
