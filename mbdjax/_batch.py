@@ -14,8 +14,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._checks import rank_deficient_at
 from ._errors import SimulationError
 from ._integrate import simulate
+from ._linalg import batched_solves
 from ._tracing import CompiledCache
 from ._trajectory import Trajectory, flatten_params
 
@@ -23,7 +25,18 @@ from ._trajectory import Trajectory, flatten_params
 _COMPILED = CompiledCache(16)
 
 
-def _compiled(model, axes, static, dynamic_keys):
+def _redundant_at_start(model, q0, q_ax, p, p_axes, t0):
+    """Whether the constraint rows are dependent (rank-deficient `B`) at the first
+    member's initial state: decides, once and outside the compiled call, which
+    semidefinite solve the batch uses (`mbdjax._linalg.batched_solves`). Traced inputs
+    (simulate_batch inside jit or grad) count as dependent: that solve handles both."""
+    first = lambda x, ax: x if ax is None else x[0]  # noqa: E731
+    leaves, treedef = jax.tree_util.tree_flatten(p)
+    p1 = jax.tree_util.tree_unflatten(treedef, [first(x, ax) for x, ax in zip(leaves, p_axes)])
+    return rank_deficient_at(model, first(q0, q_ax), t0, p1) is not False
+
+
+def _compiled(model, axes, static, dynamic_keys, semidefinite):
     """The jitted, vmapped `simulate` for this model, batch layout and settings; kept
     (16 at most) so repeated batches with new values reuse the compilation. The model
     and the hashable settings are closed over (static); arrays are arguments."""
@@ -34,12 +47,13 @@ def _compiled(model, axes, static, dynamic_keys):
 
         def run(q0, qd0, p, dynamic):
             kwargs = {**dict(static), **dynamic}
-            return jax.vmap(lambda q, v, pp: simulate(model, q, v, params=pp, **kwargs),
-                            in_axes=(q_ax, v_ax, p_axes))(q0, qd0, p)
+            with batched_solves(semidefinite):      # no per-member branch under vmap
+                return jax.vmap(lambda q, v, pp: simulate(model, q, v, params=pp, **kwargs),
+                                in_axes=(q_ax, v_ax, p_axes))(q0, qd0, p)
 
         return jax.jit(run)
 
-    return _COMPILED.get((id(model), axes, static, dynamic_keys), model, build)
+    return _COMPILED.get((id(model), axes, static, dynamic_keys, semidefinite), model, build)
 
 
 def _shard(devices, B, leaves_axes):
@@ -61,7 +75,7 @@ def _shard(devices, B, leaves_axes):
     return out, pad
 
 
-def simulate_batch(model, q0, qd0, params=None, *, devices=None, **simulate_kwargs) -> Trajectory:
+def simulate_batch(model, q0, qd0, params=None, *, devices=None, dtype="float64", **simulate_kwargs) -> Trajectory:
     """Simulate a batch of initial states and parameter sets in one compiled call.
 
     Arguments:
@@ -78,6 +92,11 @@ def simulate_batch(model, q0, qd0, params=None, *, devices=None, **simulate_kwar
             in order onto the first device, the same as the one-device result. Several hosts: start every process with
             `jax.distributed.initialize()` and pass `devices=jax.devices()` (all
             hosts' devices; see `experiments/multihost_batch.py`).
+        dtype: `"float64"` (default) or `"float32"`: the whole batch traced and run
+            in single precision (x64 off inside the call; inputs cast, results
+            float32), for accelerators whose float64 is slow. Needs `rtol ≥ 1e-6` (or
+            `fixed_step=`); expect errors near 1e-3 over a second of motion, with the
+            constraints held to ~1e-7 by projection (see the README).
         simulate_kwargs: as for `mbdjax.simulate` (`t1` required; `t0`, `saveat`,
             `formulation`, `solver`, `rtol`, `atol`, `throw`, ...), the same for
             every member. `t0` and `t1` are traced, so new values do not recompile.
@@ -88,9 +107,19 @@ def simulate_batch(model, q0, qd0, params=None, *, devices=None, **simulate_kwar
         With `throw=True` (default) a failure of any member raises; with
         `throw=False`, `traj.success` is `(B,)`.
 
+    Linear algebra: a vmapped branch runs both sides for every member, so the batch
+    picks one solve for the constraint equations before compiling, from the rank of
+    `B` at the first member's initial state. Full row rank: plain Cholesky, no
+    branch (fast); a member that then reaches a configuration where `B` loses rank
+    gets NaN from the solve and fails with a clear error (simulate it alone, where
+    the solve falls back to least squares). Dependent rows (a redundant mechanism): an
+    unrolled Cholesky that skips dependent pivots (m ≤ 48 rows; larger keep the
+    branch).
+
     Raises:
         SimulationError: when nothing carries a batch axis, the batch lengths differ,
-        or a state or parameter leaf has neither the shared nor the batched shape.
+        a state or parameter leaf has neither the shared nor the batched shape, or
+        `dtype` is unknown or too coarse for `rtol`.
 
     Example (three spring constants, x = cos(√k t)):
 
@@ -106,6 +135,25 @@ def simulate_batch(model, q0, qd0, params=None, *, devices=None, **simulate_kwar
     """
     if "t1" not in simulate_kwargs:
         raise SimulationError("simulate_batch: give the end time t1= (as for simulate).")
+    try:
+        name = np.dtype(dtype).name
+    except TypeError:
+        name = repr(dtype)
+    if name not in ("float64", "float32"):
+        raise SimulationError(f"simulate_batch: dtype must be 'float64' or 'float32', got {dtype!r}.")
+    if name == "float64":
+        return _simulate_batch(model, q0, qd0, params, devices, simulate_kwargs)
+    rtol = float(simulate_kwargs.get("rtol", 1e-8))
+    if simulate_kwargs.get("fixed_step") is None and rtol < 1e-6:
+        raise SimulationError(
+            f"simulate_batch: dtype='float32' resolves about 1e-7 relative, so the step control cannot meet "
+            f"rtol={rtol:g}; give rtol= of at least 1e-6 (and a matching atol=), or fixed_step=, or use float64.")
+    with jax.enable_x64(False):       # every array the trace creates is float32 (int32)
+        out = _simulate_batch(model, q0, qd0, params, devices, simulate_kwargs)
+        return jax.block_until_ready(out)
+
+
+def _simulate_batch(model, q0, qd0, params, devices, simulate_kwargs):
     n = model.n
     sizes = {}
 
@@ -152,8 +200,9 @@ def simulate_batch(model, q0, qd0, params=None, *, devices=None, **simulate_kwar
             dynamic[key] = jnp.asarray(value, dtype=float)
         else:
             static.append((key, value))
+    semidefinite = _redundant_at_start(model, q0, q_ax, p, axes, simulate_kwargs.get("t0", 0.0))
     fn = _compiled(model, (q_ax, v_ax, (treedef, tuple(axes))), tuple(sorted(static, key=lambda kv: kv[0])),
-                   tuple(sorted(dynamic)))
+                   tuple(sorted(dynamic)), semidefinite)
     devices = list(jax.devices() if devices is None else devices)
     if not devices:
         raise SimulationError("simulate_batch: devices= is empty; give at least one device (jax.devices()).")

@@ -24,7 +24,7 @@ import numpy as np
 def _padded(groups, count, fill):
     """`(count, K)` int array of each group's members, padded with `fill`."""
     width = max([len(g) for g in groups] + [1])
-    out = np.full((count, width), fill, dtype=np.int64)
+    out = np.full((count, width), fill, dtype=np.int32)
     for k, members in enumerate(groups):
         out[k, : len(members)] = members
     return out
@@ -38,8 +38,8 @@ class JacobianPattern:
     """
 
     def __init__(self, rows, cols, shape):
-        rows = np.asarray(rows, dtype=np.int64).reshape(-1)
-        cols = np.asarray(cols, dtype=np.int64).reshape(-1)
+        rows = np.asarray(rows, dtype=np.int32).reshape(-1)
+        cols = np.asarray(cols, dtype=np.int32).reshape(-1)
         m, n = (int(s) for s in shape)
         if rows.shape != cols.shape:
             raise ValueError("JacobianPattern: rows and cols must have the same length.")
@@ -64,12 +64,12 @@ class JacobianPattern:
         keys = sorted(pairs)
         self._pair_a = _padded([[a for a, _ in pairs[k]] for k in keys], len(keys), zero)
         self._pair_b = _padded([[b for _, b in pairs[k]] for k in keys], len(keys), zero)
-        source = np.full(m * m, len(keys), dtype=np.int64)
+        source = np.full(m * m, len(keys), dtype=np.int32)
         for u, (i, j) in enumerate(keys):
             source[i * m + j] = u
         self._schur_source = source
-        dense_source = np.full(m * n, zero, dtype=np.int64)
-        dense_source[rows * n + cols] = np.arange(self.nnz)
+        dense_source = np.full(m * n, zero, dtype=np.int32)
+        dense_source[rows * n + cols] = np.arange(self.nnz, dtype=np.int32)
         self._dense_source = dense_source
 
     def _ext(self, vals):

@@ -44,6 +44,55 @@ def test_batch_equals_a_loop_of_simulate(four_bar):
     np.testing.assert_allclose(shared.q[1], batch.q[1], atol=1e-12)
 
 
+def test_redundant_batch_equals_a_loop_of_simulate():
+    """The parallelogram with a redundant link (Φ_q of rank 11 for 12 rows) batched
+    with projection: the batch picks the pivot-skipping Cholesky (no branch), each
+    lone `simulate` the least-squares fallback. The multipliers are not unique, the
+    motion is, so q and q̇ agree; 1e-9 allows for the two solves rounding apart
+    (measured ≤ 1.2e-14). 0.3 s stays before the linkage first lies flat (θ = 0 near
+    0.39 s, a singular configuration on top of the redundancy)."""
+    from mbdjax import _batch
+
+    ex = models.get("parallelogram-redundant")
+    model = ex.model
+    masses = jnp.array([0.7, 1.0, 1.6]) * float(model.params["link"]["mass"])
+    params = {**model.params, "link": {**model.params["link"], "mass": masses}}
+    kw = dict(KW, t1=0.3, stabilization="projection")
+    axes = [0 if jnp.ndim(x) > jnp.ndim(base) else None
+            for x, base in zip(jax.tree_util.tree_leaves(params), jax.tree_util.tree_leaves(model.params))]
+    assert _batch._redundant_at_start(model, ex.q0, None, params, axes, 0.0)
+    batch = mbd.simulate_batch(model, ex.q0, ex.qd0, params, **kw)
+    for k in range(3):
+        p = {**model.params, "link": {**model.params["link"], "mass": masses[k]}}
+        one = mbd.simulate(model, ex.q0, ex.qd0, params=p, **kw)
+        np.testing.assert_allclose(batch.q[k], one.q, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(batch.qd[k], one.qd, rtol=0, atol=1e-9)
+        closure = jax.vmap(model.holonomic_constraints)(batch.q[k])
+        assert float(jnp.max(jnp.abs(closure))) < 1e-9      # projection keeps Φ = 0
+
+
+def test_float32_batch(four_bar):
+    """dtype='float32' traces and runs the whole batch in single precision (x64 off
+    inside the call): float32 arrays out, the loop still closed by projection to
+    float32 resolution, the motion within 5e-3 of float64 over 1 s at rtol 1e-6
+    (measured 7e-4: single-precision rounding in every step, not the step control,
+    dominates). An rtol finer than float32 resolves is refused."""
+    model = four_bar.model
+    qd0 = jnp.stack([four_bar.qd0, 1.1 * four_bar.qd0])
+    kw = dict(t1=1.0, saveat=5, rtol=1e-6, atol=1e-8)
+    single = mbd.simulate_batch(model, four_bar.q0, qd0, dtype="float32", **kw)
+    double = mbd.simulate_batch(model, four_bar.q0, qd0, **dict(kw, rtol=1e-10, atol=1e-12))
+    assert single.q.dtype == jnp.float32 and single.lam.dtype == jnp.float32
+    assert double.q.dtype == jnp.float64
+    closure = jax.vmap(jax.vmap(lambda q: model.holonomic_constraints(q.astype(float))))(single.q)
+    assert float(jnp.max(jnp.abs(closure))) < 1e-6
+    assert float(jnp.max(jnp.abs(single.q.astype(float) - double.q))) < 5e-3
+    with pytest.raises(mbd.SimulationError, match="float32.*rtol=1e-08"):
+        mbd.simulate_batch(model, four_bar.q0, qd0, dtype="float32", t1=1.0)
+    with pytest.raises(mbd.SimulationError, match="dtype must be"):
+        mbd.simulate_batch(model, four_bar.q0, qd0, dtype="float16", t1=1.0)
+
+
 def test_batch_input_errors_name_the_part(four_bar):
     model = four_bar.model
     q, v = four_bar.q0, four_bar.qd0

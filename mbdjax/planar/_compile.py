@@ -78,8 +78,8 @@ class _Group:
     def __init__(self, kind, members, layout):
         self.kind = kind
         self.members = members
-        self.idx_i = np.array([layout.index[m.spec.body_i] for m in members])
-        self.idx_j = np.array([layout.index[m.spec.body_j] for m in members])
+        self.idx_i = np.array([layout.index[m.spec.body_i] for m in members], dtype=np.int32)
+        self.idx_j = np.array([layout.index[m.spec.body_j] for m in members], dtype=np.int32)
         self.rows = np.array([m.rows for m in members]).reshape(len(members), kind.rows)
 
     def params(self, p):
@@ -134,7 +134,11 @@ def _holonomic_functions(layout, groups, m_h):
     use_gather = m_h * n <= _GATHER_MAX
     source = np.full(m_h * n, rows.size)
     source[rows[keep] * n + cols[keep]] = np.nonzero(keep)[0]
-    rows_kept, cols_kept, keep_idx = rows[keep], cols[keep], np.nonzero(keep)[0]
+    # int32 index arrays: valid under both float64 and float32 (x64 off) tracing.
+    source = source.astype(np.int32)
+    inverse = inverse.astype(np.int32)
+    rows_kept, cols_kept = rows[keep].astype(np.int32), cols[keep].astype(np.int32)
+    keep_idx = np.nonzero(keep)[0].astype(np.int32)
     all_kept = bool(np.all(keep))
 
     def holonomic(q, t, p):
@@ -193,8 +197,8 @@ class _ElementGroup:
         self.kind = kind
         self.specs = specs
         self.keys = _ELEMENT_KEYS[kind]
-        self.idx_i = np.array([layout.index[e.body_i] for e in specs])
-        self.idx_j = np.array([layout.index[e.body_j] for e in specs])
+        self.idx_i = np.array([layout.index[e.body_i] for e in specs], dtype=np.int32)
+        self.idx_j = np.array([layout.index[e.body_j] for e in specs], dtype=np.int32)
         self.potential, self.dissipation = _ELEMENT_ENERGY[kind]
 
     def params(self, p):
