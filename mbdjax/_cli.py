@@ -1,4 +1,4 @@
-"""The `mbdjax` command: list, check and run the built-in examples; fit parameters."""
+"""The `mbdjax` command: list, check and run the built-in examples; fit parameters; sweep."""
 
 from __future__ import annotations
 
@@ -138,6 +138,22 @@ def _cmd_fit(args):
     return 0 if res.converged else 1
 
 
+def _cmd_sweep(args):
+    import numpy as np
+
+    from ._sweep_config import run_config
+
+    res = run_config(args.config, overwrite=args.overwrite, progress=not args.quiet)
+    ident, run = res.manifest["identity"], res.manifest["runs"][-1]
+    print(f"swept {ident['members']} simulations ({ident['chunks']} chunks of {ident['chunk']}: "
+          f"{run['computed_chunks']} computed, {run['resumed_chunks']} resumed) in {run['wall_s']:.2f} s")
+    failed = int(np.sum(~res.outputs["success"])) if "success" in res.outputs else 0
+    if failed:
+        print(f"  {failed} members failed (outputs['success'] is False)")
+    print(f"  outputs {sorted(res.outputs)} in {res.folder} (mbdjax.load_sweep(folder) reads them)")
+    return 1 if failed else 0
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog="mbdjax", description="Differentiable constrained dynamics on JAX.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -159,6 +175,12 @@ def build_parser():
     p_fit.add_argument("config", help="the fit description (see mbdjax._fit_config)")
     p_fit.add_argument("--force", action="store_true", help="write into a non-empty output folder")
     p_fit.set_defaults(func=_cmd_fit)
+    p_sweep = sub.add_parser("sweep", help="a resumable parameter sweep to disk, as described in a TOML file")
+    p_sweep.add_argument("config", help="the sweep description (see mbdjax._sweep_config)")
+    p_sweep.add_argument("--overwrite", action="store_true",
+                         help="delete a sweep with other arguments in the folder and start again")
+    p_sweep.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p_sweep.set_defaults(func=_cmd_sweep)
     return parser
 
 
@@ -169,7 +191,10 @@ def main(argv=None):
     try:
         return args.func(args)
     except MbdjaxError as err:
-        print(f"mbdjax {args.command}: {err}", file=sys.stderr)
+        text = str(err)
+        for prefix in (f"{args.command}: ", f"mbdjax.{args.command}: "):     # no doubled prefix
+            text = text.removeprefix(prefix)
+        print(f"mbdjax {args.command}: {text}", file=sys.stderr)
         return 2
 
 
