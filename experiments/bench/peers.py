@@ -399,8 +399,9 @@ def settings_for(peer, B, quick, args):
                             lambda sy, Q, V, t1, nt=nt, integ=integ: run_mujoco_rollout(sy, Q, V, t1, 1e-3, integ, nt),
                             False))
     elif peer == "mjx":
-        out.append((f"MJX (CPU) RK4 dt=0.001, {args.mjx_dtype}",
-                    lambda sy, Q, V, t1: run_mjx(sy, Q, V, t1, 1e-3, "RK4", args.mjx_dtype), False))
+        for integ in args.mjx_integrators:
+            out.append((f"MJX (CPU) {integ} dt=0.001, {args.mjx_dtype}",
+                        lambda sy, Q, V, t1, integ=integ: run_mjx(sy, Q, V, t1, 1e-3, integ, args.mjx_dtype), False))
     elif peer == "scipy":
         out.append(("NumPy+SciPy solve_ivp RK45 rtol 1e-8", lambda sy, Q, V, t1: run_scipy(sy, Q, V, t1), B > 1))
     return out
@@ -649,6 +650,8 @@ def parse_args(argv):
     ap.add_argument("--no-wp", action="store_true", help="skip the work-precision part")
     ap.add_argument("--gpu", action="store_true", help="GPU run (no CPU-time skips)")
     ap.add_argument("--out", default=None, help="markdown output (default results[_quick].md here)")
+    ap.add_argument("--mjx-integrators", nargs="+", default=["RK4"], choices=("RK4", "Euler"),
+                    help="MJX integrators to time (the issue's orientation figures are Euler)")
     ap.add_argument("--plot", default=None, help="work-precision PNG (default work_precision[_quick].png)")
     return ap.parse_args(argv)
 
