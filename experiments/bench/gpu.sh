@@ -15,7 +15,7 @@ if ! python -c "import jax, sys; sys.exit(jax.devices()[0].platform != 'gpu')"; 
 fi
 BATCHES=${BATCHES:-"1 1024 100000"}
 T1=${T1:-"0.5 0.5 0.5"}
-common=(--batches $BATCHES --horizons $T1 --systems chain5 four-bar --no-wp --gpu)
+common=(--batches $BATCHES --horizons $T1 --systems chain5 four-bar --no-wp --gpu --mjx-integrators Euler RK4)
 python experiments/bench/peers.py "${common[@]}" --peers mbdjax mjx --dtype float64 --mjx-dtype float32 \
   --out experiments/bench/results_gpu.md --plot /dev/null
 python experiments/bench/peers.py "${common[@]}" --peers mbdjax --dtype float32 \
