@@ -42,15 +42,21 @@ _OPTIONS = {"steps", "tol", "weights", "rtol", "atol", "max_steps", "t0", "formu
             "log_every", "verbose"}
 
 
-def read_config(path):
-    """The validated config as a dict (paths resolved against the file's folder)."""
+def read_toml(path, command):
+    """The TOML file at `path` as a dict; a missing or malformed file is an
+    `MbdjaxError` naming the `command` ("fit", "sweep") and the file."""
     try:
         with open(path, "rb") as fh:
-            cfg = tomllib.load(fh)
+            return tomllib.load(fh)
     except FileNotFoundError:
-        raise MbdjaxError(f"fit: config file {path!r} does not exist.") from None
+        raise MbdjaxError(f"{command}: config file {path!r} does not exist.") from None
     except tomllib.TOMLDecodeError as err:
-        raise MbdjaxError(f"fit: {path!r} is not valid TOML: {err}.") from None
+        raise MbdjaxError(f"{command}: {path!r} is not valid TOML: {err}.") from None
+
+
+def read_config(path):
+    """The validated config as a dict (paths resolved against the file's folder)."""
+    cfg = read_toml(path, "fit")
     unknown = sorted(set(cfg) - _KEYS)
     if unknown:
         raise MbdjaxError(f"fit: unknown keys {unknown} in {path!r}; the keys are {sorted(_KEYS)}.")

@@ -35,11 +35,11 @@ example's (`function` in `file.py:function` returns a `mbdjax.models.Example` or
 from __future__ import annotations
 
 import os
-import tomllib
 
 import numpy as np
 
 from ._errors import MbdjaxError
+from ._fit_config import read_toml
 
 _KEYS = {"model", "t1", "out", "chunk", "outputs", "overwrite", "progress", "grid", "samples", "random", "options"}
 _OPTIONS = {"t0", "saveat", "rtol", "atol", "max_steps", "formulation", "stabilization", "fixed_step", "dt0",
@@ -48,13 +48,7 @@ _OPTIONS = {"t0", "saveat", "rtol", "atol", "max_steps", "formulation", "stabili
 
 def read_config(path):
     """The validated config as a dict (paths resolved against the file's folder)."""
-    try:
-        with open(path, "rb") as fh:
-            cfg = tomllib.load(fh)
-    except FileNotFoundError:
-        raise MbdjaxError(f"sweep: config file {path!r} does not exist.") from None
-    except tomllib.TOMLDecodeError as err:
-        raise MbdjaxError(f"sweep: {path!r} is not valid TOML: {err}.") from None
+    cfg = read_toml(path, "sweep")
     problems = []
     unknown = sorted(set(cfg) - _KEYS)
     if unknown:

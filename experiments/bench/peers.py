@@ -163,7 +163,7 @@ def same_system_checks(sy, verbose=True):
         out["mujoco"] = worst
     tol = {"scipy": 1e-8, "mujoco": 1e-3 if sy.closed else 1e-8}
     if verbose:
-        print(f"  same-system check (rel |Δq̈| vs mbdjax): "
+        print("  same-system check (rel |Δq̈| vs mbdjax): "
               + ", ".join(f"{k} {v:.1e} (tol {tol[k]:g})" for k, v in out.items()))
     for k, v in out.items():
         if not v <= tol[k]:
