@@ -32,7 +32,8 @@ import numpy as np
 from ._errors import MbdjaxError, SimulationError
 from ._params import path_name, resolve_names, set_values
 from ._sweep_store import SweepResult, load_sweep, open_folder
-from ._sweep_store import atomic_write, outputs_name, settings, sha, fingerprint, write_manifest
+from ._files import atomic_write
+from ._sweep_store import outputs_name, settings, sha, fingerprint, write_manifest
 from ._trajectory import flatten_params
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import io
 import json
 import os
 from typing import Any
@@ -15,6 +16,7 @@ import numpy as np
 from . import _dynamics as dyn
 from . import _kinematics as kin
 from ._errors import MbdjaxError
+from ._files import atomic_write
 from ._tracing import is_concrete
 
 _FORMAT = "mbdjax-trajectory/1"
@@ -405,9 +407,9 @@ class Trajectory(eqx.Module):
         if self.modes is not None:
             arrays["modes"] = self.modes
         arrays = {k: np.asarray(v) for k, v in arrays.items()}
-        tmp = path + ".tmp.npz"
-        np.savez(tmp, header=np.array(json.dumps(header)), **arrays)
-        os.replace(tmp, path)
+        buffer = io.BytesIO()
+        np.savez(buffer, header=np.array(json.dumps(header)), **arrays)
+        atomic_write(path, buffer.getvalue())
         return path
 
     @classmethod
