@@ -33,6 +33,7 @@ from ._stabilization import (  # noqa: E402
 )
 from ._trajectory import Trajectory as Trajectory  # noqa: E402
 from ._integrate import simulate as simulate  # noqa: E402
+from ._rk import UnrolledRK as UnrolledRK  # noqa: E402
 from ._batch import simulate_batch as simulate_batch  # noqa: E402
 from ._sweep import sweep as sweep, sweep_grid as sweep_grid  # noqa: E402
 from ._sweep_store import SweepResult as SweepResult, load_sweep as load_sweep  # noqa: E402

@@ -64,6 +64,7 @@ def _describe(value):
 
 def settings(simulate_kwargs):
     from ._integrate import simulate
+    from ._rk import repr_solver
 
     sig = inspect.signature(simulate)
     out = {k: p.default for k, p in sig.parameters.items()
@@ -74,7 +75,7 @@ def settings(simulate_kwargs):
 
         out["solver"] = diffrax.Tsit5()
     desc = {k: _describe(v) for k, v in sorted(out.items())}
-    desc["solver_class"] = type(out["solver"]).__name__
+    desc["solver_class"] = repr_solver(out["solver"])
     return desc
 
 

@@ -7,8 +7,9 @@ without constraint stabilization:
 - baseline: ``baseline_numpy`` (analytic Φ_q and γ, dense ``numpy.linalg.solve`` of the
   augmented matrix per RHS call, ``scipy.integrate.solve_ivp(method="RK45")``);
 - mbdjax: ``mbdjax.simulate(model, q0, qd0, t1, stabilization="none", saveat=2, ...)``
-  (jit-compiled diffrax loop; default solver Tsit5, or Dopri5 with ``--solver dopri5``,
-  the same Dormand–Prince pair as SciPy's RK45).
+  (jit-compiled diffrax loop; default solver Tsit5; ``--solver`` takes several of
+  tsit5, dopri5 (the same Dormand–Prince pair as SciPy's RK45), dopri8, and
+  ``unrolled-X`` = ``mbdjax.UnrolledRK(X)``, each timed against the same baseline run).
 
 Systems: the N-link pendulum chain (N = 2, 5, 10, 20, ``mbdjax.models.pendulum_chain``),
 the zoo's free slider-crank (``mbdjax.models.slider_crank(driven=False)``: damped motor
@@ -30,7 +31,7 @@ OpenBLAS is limited to one thread (``OPENBLAS_NUM_THREADS=1`` unless already set
 
 Run:  python experiments/bench/core.py            (full; writes results_core.md)
       python experiments/bench/core.py --quick    (N = 2, 5 and 2 s; results_core_quick.md)
-      options: --solver dopri5, --profile (per-RHS cost breakdown), --N 10 20, --out FILE
+      options: --solver tsit5 unrolled-dopri8 ..., --profile (per-RHS cost breakdown), --N 10 20, --out FILE
 """
 
 from __future__ import annotations
@@ -219,10 +220,17 @@ def run_mbdjax(ex, t1, solver, repeat=3):
     return traj, first - times[0], min(times)
 
 
+SOLVERS = ("tsit5", "dopri5", "dopri8", "unrolled-tsit5", "unrolled-dopri5", "unrolled-dopri8")
+
+
 def make_solver(name):
+    """A diffrax solver by name; ``unrolled-X`` is ``mbdjax.UnrolledRK(X)`` (no stage loop)."""
     import diffrax
 
-    return {"tsit5": None, "dopri5": diffrax.Dopri5()}[name]
+    base = {"tsit5": diffrax.Tsit5, "dopri5": diffrax.Dopri5, "dopri8": diffrax.Dopri8}
+    if name.startswith("unrolled-"):
+        return mbdjax.UnrolledRK(base[name.removeprefix("unrolled-")]())
+    return base[name]()
 
 
 def _per_call_us(f, q, qd, reps=2000):
@@ -333,8 +341,9 @@ def cpu_model():
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="N = 2, 5 and 2 s of motion (smoke test)")
-    ap.add_argument("--solver", choices=("tsit5", "dopri5"), default="tsit5",
-                    help="diffrax solver for mbdjax (default tsit5 = mbdjax's default)")
+    ap.add_argument("--solver", choices=SOLVERS, nargs="+", default=["tsit5"],
+                    help="mbdjax solvers, each timed against the same baseline run "
+                         "(default tsit5 = mbdjax's default)")
     ap.add_argument("--repeat", type=int, default=3, help="baseline and mbdjax runs to take the best of")
     ap.add_argument("--N", type=int, nargs="+", default=None, help="chain sizes (default 2 5 10 20)")
     ap.add_argument("--profile", action="store_true", help="also time the pieces of one mbdjax RHS call")
@@ -344,9 +353,9 @@ def main(argv=None):
     Ns = args.N or ((2, 5) if args.quick else (2, 5, 10, 20))
     t1 = 2.0 if args.quick else 10.0
     t_cmp = 1.0
-    solver = make_solver(args.solver)
+    solvers = {name: make_solver(name) for name in args.solver}
     print(f"machine: {cpu_model()}; {machine_line()}")
-    print(f"models: mbdjax.models (+ the slender-link slider-crank via mbdjax.planar); mbdjax solver: {args.solver}; baseline: solve_ivp RK45; "
+    print(f"models: mbdjax.models (+ the slender-link slider-crank via mbdjax.planar); mbdjax solvers: {', '.join(args.solver)}; baseline: solve_ivp RK45; "
           f"rtol={RTOL:g}, atol={ATOL:g}, t1={t1:g} s")
     bl.self_check(verbose=True)
 
@@ -359,26 +368,27 @@ def main(argv=None):
         same = check_same_system(label, ex, mech, perm, q0b, qd0b)
 
         base = run_baseline(mech, q0b, qd0b, t1, args.repeat)
-        traj, compile_s, run_s = run_mbdjax(ex, t1, solver, args.repeat)
-        steps = int(traj.num_steps)
-        # Accuracy: separate runs to t = 1 s, and the end states of the timed runs.
         base_1 = bl.simulate(mech, q0b, qd0b, t1=t_cmp, rtol=RTOL, atol=ATOL, saveat=2)
-        traj_1, _ = mbdjax_call(ex, t_cmp, solver)
-        d1 = float(np.max(np.abs(np.asarray(traj_1.q[-1])[perm] - base_1.q[-1])))
-        dT = float(np.max(np.abs(np.asarray(traj.q[-1])[perm] - base.q[-1])))
-        drift = float(np.max(np.abs(np.asarray(ex.model.holonomic_constraints(traj.q[-1])))))
-        row = dict(
-            system=label, N=N, chain=label.startswith("pendulum"), n=mech.n, m=mech.m,
-            base_s=base.wall, nfev=base.nfev, us_rhs=base.us_per_rhs,
-            compile_s=compile_s, run_s=run_s, steps=steps, us_step=1e6 * run_s / max(steps, 1),
-            ratio=base.wall / run_s, d1=d1, dT=dT, drift=drift,
-            same=max(same["M"], same["Q"], same["qdd"]),
-        )
-        rows.append(row)
-        print(f"  baseline {base.wall:.3f} s ({base.nfev} RHS, {base.us_per_rhs:.1f} µs/RHS) | "
-              f"mbdjax compile {compile_s:.2f} s, run {run_s:.4f} s ({steps} steps, "
-              f"{row['us_step']:.1f} µs/step) | ratio {row['ratio']:.1f}x | "
-              f"|Δq|(1 s) {d1:.1e}, |Δq|(t1) {dT:.1e}, mbdjax |Φ|(t1) {drift:.1e}")
+        for sname, solver in solvers.items():
+            traj, compile_s, run_s = run_mbdjax(ex, t1, solver, args.repeat)
+            steps = int(traj.num_steps)
+            # Accuracy: separate runs to t = 1 s, and the end states of the timed runs.
+            traj_1, _ = mbdjax_call(ex, t_cmp, solver)
+            d1 = float(np.max(np.abs(np.asarray(traj_1.q[-1])[perm] - base_1.q[-1])))
+            dT = float(np.max(np.abs(np.asarray(traj.q[-1])[perm] - base.q[-1])))
+            drift = float(np.max(np.abs(np.asarray(ex.model.holonomic_constraints(traj.q[-1])))))
+            row = dict(
+                system=label, N=N, chain=label.startswith("pendulum"), n=mech.n, m=mech.m,
+                solver=sname, base_s=base.wall, nfev=base.nfev, us_rhs=base.us_per_rhs,
+                compile_s=compile_s, run_s=run_s, steps=steps, us_step=1e6 * run_s / max(steps, 1),
+                ratio=base.wall / run_s, d1=d1, dT=dT, drift=drift,
+                same=max(same["M"], same["Q"], same["qdd"]),
+            )
+            rows.append(row)
+            print(f"  baseline {base.wall:.3f} s ({base.nfev} RHS, {base.us_per_rhs:.1f} µs/RHS) | "
+                  f"mbdjax {sname}: compile {compile_s:.2f} s, run {run_s:.4f} s ({steps} steps, "
+                  f"{row['us_step']:.1f} µs/step) | ratio {row['ratio']:.1f}x | "
+                  f"|Δq|(1 s) {d1:.1e}, |Δq|(t1) {dT:.1e}, mbdjax |Φ|(t1) {drift:.1e}")
         if args.profile:
             profile_rhs(ex, mech, q0b, qd0b, perm)
 
@@ -393,7 +403,8 @@ def main(argv=None):
         fh.write(f"- date: {time.strftime('%Y-%m-%d %H:%M')}\n- machine: {cpu_model()}; {machine_line()}\n")
         fh.write("- models: `mbdjax.models.pendulum_chain(N)`, `mbdjax.models.slider_crank(driven=False)`, "
                  "and the slender-link slider-crank built with `mbdjax.planar` (`core.slender_slider_crank`)\n")
-        fh.write(f"- mbdjax solver: {args.solver} (diffrax PID controller); "
+        fh.write(f"- mbdjax solvers: {', '.join(args.solver)} (diffrax PID controller; unrolled-X = "
+                 "`mbdjax.UnrolledRK(X)`); "
                  f"baseline: solve_ivp RK45; rtol={RTOL:g}, atol={ATOL:g}, no stabilization, "
                  f"t1 = {t1:g} s, best of {args.repeat}\n\n")
         fh.write(table + "\n\n")
@@ -416,14 +427,14 @@ relative difference of M, Q and q̈ between the two models at consistent states.
 
 
 def format_table(rows, t1):
-    head = ("| system | N | n / m | baseline (s) | RHS calls | µs/RHS | mbdjax compile (s) | "
+    head = ("| system | N | n / m | baseline (s) | RHS calls | µs/RHS | mbdjax solver | mbdjax compile (s) | "
             "mbdjax run (s) | steps (µs/step) | ratio | ‖Δq‖∞ at 1 s | ‖Δq‖∞ at t1 | same |")
-    sep = "|" + "---|" * 13
+    sep = "|" + "---|" * 14
     lines = [head, sep]
     for r in rows:
         lines.append(
             f"| {r['system']} | {r['N']} | {r['n']} / {r['m']} | {r['base_s']:.3f} | {r['nfev']} | "
-            f"{r['us_rhs']:.1f} | {r['compile_s']:.2f} | {r['run_s']:.4f} | "
+            f"{r['us_rhs']:.1f} | {r['solver']} | {r['compile_s']:.2f} | {r['run_s']:.4f} | "
             f"{r['steps']} ({r['us_step']:.1f}) | {r['ratio']:.1f}x | {r['d1']:.1e} | {r['dT']:.1e} | "
             f"{r['same']:.0e} |"
         )
@@ -431,12 +442,14 @@ def format_table(rows, t1):
 
 
 def growth_lines(rows):
-    by_n = {r["N"]: r for r in rows if r["chain"]}
     out = []
-    if 10 in by_n and 20 in by_n:
+    for solver in dict.fromkeys(r["solver"] for r in rows):
+        by_n = {r["N"]: r for r in rows if r["chain"] and r["solver"] == solver}
+        if 10 not in by_n or 20 not in by_n:
+            continue
         a, b = by_n[10], by_n[20]
         out.append(
-            f"growth N=10→20: mbdjax run ×{b['run_s'] / a['run_s']:.2f} (per step ×{b['us_step'] / a['us_step']:.2f}, "
+            f"growth N=10→20 ({solver}): mbdjax run ×{b['run_s'] / a['run_s']:.2f} (per step ×{b['us_step'] / a['us_step']:.2f}, "
             f"steps ×{b['steps'] / a['steps']:.2f}), compile ×{b['compile_s'] / a['compile_s']:.2f}; "
             f"baseline ×{b['base_s'] / a['base_s']:.2f} (per RHS ×{b['us_rhs'] / a['us_rhs']:.2f})"
         )
