@@ -47,6 +47,12 @@ def batched_solves(semidefinite: bool):
         _BATCHED[0] = old
 
 
+def definite_solve(fallback: bool) -> bool:
+    """Whether an `spd_solve(S, r, fallback)` traced here would be a plain Cholesky with
+    no fallback (so a caller may solve a structured definite `S` its own way)."""
+    return not fallback or _BATCHED[0] == "definite"
+
+
 def _semidefinite_factor(S):
     """Lower Cholesky factor of a positive semidefinite `S (m, m)` by rank-one updates,
     unrolled, and the reciprocal pivots `(m,)`; a pivot below `PIVOT_RTOL · max diag(S)`

@@ -20,6 +20,25 @@ from collections import defaultdict
 import jax.numpy as jnp
 import numpy as np
 
+from ._blocktridiag import MAX_BLOCK
+
+
+BLOCK_MIN_COUNT = 4
+"""Fewest blocks for which the block-tridiagonal form of `B W Bᵀ` is offered (fewer are
+solved as fast densely)."""
+
+
+def _block_size(keys, m):
+    """The smallest block size `s ≤ MAX_BLOCK` with every structural nonzero `(i, j)`
+    of a symmetric `m × m` matrix in the same or neighbouring blocks of `s` rows, and at
+    least `BLOCK_MIN_COUNT` blocks; None when there is none."""
+    for size in range(1, MAX_BLOCK + 1):
+        if -(-m // size) < BLOCK_MIN_COUNT:
+            return None
+        if all(abs(i // size - j // size) <= 1 for i, j in keys):
+            return size
+    return None
+
 
 def _padded(groups, count, fill):
     """`(count, K)` int array of each group's members, padded with `fill`."""
@@ -55,19 +74,46 @@ class JacobianPattern:
             by_col[j].append(e)
         self._row_entries = _padded([by_row[i] for i in range(m)], m, zero)
         self._col_entries = _padded([by_col[j] for j in range(n)], n, zero)
-        # Schur products: every pair of entries sharing a column contributes to S[i, j].
+        # Schur products: every pair of entries of rows i ≥ j sharing a column adds to
+        # S[i, j] (S is symmetric: the upper triangle reads the same sums). The keys are
+        # grouped by their number of terms so no group is padded.
         pairs = defaultdict(list)
         for j in range(n):
             for a in by_col[j]:
                 for b in by_col[j]:
-                    pairs[(rows[a], rows[b])].append((a, b))
-        keys = sorted(pairs)
-        self._pair_a = _padded([[a for a, _ in pairs[k]] for k in keys], len(keys), zero)
-        self._pair_b = _padded([[b for _, b in pairs[k]] for k in keys], len(keys), zero)
-        source = np.full(m * m, len(keys), dtype=np.int32)
-        for u, (i, j) in enumerate(keys):
-            source[i * m + j] = u
+                    if rows[a] >= rows[b]:
+                        pairs[(int(rows[a]), int(rows[b]))].append((a, b))
+        keys = sorted(pairs, key=lambda key: (len(pairs[key]), key))
+        self._pair_groups = []
+        for width in sorted({len(v) for v in pairs.values()}):
+            group = [key for key in keys if len(pairs[key]) == width]
+            a = np.array([[a for a, _ in pairs[key]] for key in group], dtype=np.int32)
+            b = np.array([[b for _, b in pairs[key]] for key in group], dtype=np.int32)
+            self._pair_groups.append((a, b))
+        slot = {key: u for u, key in enumerate(keys)}
+        zero_sum, one_sum = len(keys), len(keys) + 1  # appended constants 0 and 1
+        source = np.full(m * m, zero_sum, dtype=np.int32)
+        for (i, j), u in slot.items():
+            source[i * m + j] = source[j * m + i] = u
         self._schur_source = source
+        # Block-tridiagonal form of S, when its nonzeros lie within neighbouring blocks
+        # of some small size s (a serial chain of joints): see `schur_blocks`.
+        self.schur_block_size = _block_size(list(slot), m)
+        if self.schur_block_size is not None:
+            bs = self.schur_block_size
+            k = -(-m // bs)
+            diag = np.full((k, bs, bs), zero_sum, dtype=np.int32)
+            below = np.full((max(k - 1, 0), bs, bs), zero_sum, dtype=np.int32)
+            for i in range(k * bs):
+                if i >= m:
+                    diag[i // bs, i % bs, i % bs] = one_sum  # padding rows: identity
+            for (i, j), u in slot.items():
+                bi, bj = i // bs, j // bs
+                if bi == bj:
+                    diag[bi, i % bs, j % bs] = diag[bi, j % bs, i % bs] = u
+                else:
+                    below[bj, i % bs, j % bs] = u
+            self._block_diag_source, self._block_below_source = diag, below
         dense_source = np.full(m * n, zero, dtype=np.int32)
         dense_source[rows * n + cols] = np.arange(self.nnz, dtype=np.int32)
         self._dense_source = dense_source
@@ -94,10 +140,26 @@ class JacobianPattern:
         e = self._col_entries
         return jnp.sum(v[e] * yr[e], axis=1)
 
+    def _schur_sums(self, vals, w):
+        """The sums of the lower-triangle keys, then the constants 0 and 1."""
+        v = self._ext(vals)
+        vw = self._ext(vals * w[self.cols])
+        sums = [jnp.sum(vw[a] * v[b], axis=1) for a, b in self._pair_groups]
+        return jnp.concatenate(sums + [jnp.array([0.0, 1.0], dtype=v.dtype)])
+
     def schur(self, vals, w):
         """`B diag(w) Bᵀ`, shape `(m, m)`."""
         m = self.shape[0]
-        v = self._ext(vals)
-        vw = self._ext(vals * w[self.cols])
-        s = jnp.sum(vw[self._pair_a] * v[self._pair_b], axis=1)
-        return self._ext(s)[self._schur_source].reshape(m, m)
+        return self._schur_sums(vals, w)[self._schur_source].reshape(m, m)
+
+    def schur_blocks(self, vals, w):
+        """`B diag(w) Bᵀ` as the blocks of a block-tridiagonal matrix (only when
+        `schur_block_size` is not None): `D (k, s, s)` on the diagonal and
+        `E (k-1, s, s)` below it, `k = ⌈m / s⌉`, `s = schur_block_size`; rows past `m`
+        (padding of the last block) are identity rows. For
+        `mbdjax._blocktridiag.block_tridiagonal_solve`.
+        """
+        if self.schur_block_size is None:
+            raise ValueError("JacobianPattern.schur_blocks: B diag(w) Bᵀ is not block tridiagonal.")
+        sums = self._schur_sums(vals, w)
+        return sums[self._block_diag_source], sums[self._block_below_source]

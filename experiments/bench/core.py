@@ -259,7 +259,9 @@ def profile_rhs(ex, mech, q0b, qd0b, perm):
     mbdjax pieces are the ones its augmented formulation uses: with a planar Jacobian
     pattern, the Schur complement ``S = B M⁻¹ Bᵀ`` is formed from the Jacobian's nonzeros
     (``mbdjax._sparse``, gathers only) and factored with a dense Cholesky
-    (``jax.scipy.linalg.cho_factor``/``cho_solve``). For models with a dissipation
+    (``jax.scipy.linalg.cho_factor``/``cho_solve``), or, for a serial chain whose S is
+    block tridiagonal, assembled as blocks and solved by block cyclic reduction
+    (``mbdjax._blocktridiag``, what the RHS then does). For models with a dissipation
     function, ``∂D/∂q̇`` alone and the RHS with the dissipation removed are timed too.
     """
     import copy
@@ -300,6 +302,14 @@ def profile_rhs(ex, mech, q0b, qd0b, perm):
         parts["S (sparse)"] = lambda q, qd: pat.schur(vals0 * (1.0 + 0.0 * q[0]), Minv)
         parts["Cholesky"] = lambda q, qd: chol(S0 + 0.0 * q[0] * jnp.eye(S0.shape[0]), qd[: S0.shape[0]])
         parts["Φ_q nz + S + Cholesky"] = schur_chol
+        if pat.schur_block_size is not None:
+            from mbdjax._formulation.augmented import _block_schur_solve
+
+            def schur_blocks(q, qd):
+                vals = kin.holonomic_jacobian_values(model, q, 0.0, p)
+                return _block_schur_solve(pat, vals, Minv, pat.matvec(vals, qd))
+
+            parts["Φ_q nz + S blocks + cyclic reduction"] = schur_blocks
     if model.dissipation_fn is not None:
         D = model.dissipation_fn
         parts["∂D/∂q̇"] = lambda q, qd: jax.grad(lambda v: jnp.asarray(D(q, v, 0.0, p), dtype=float))(qd)

@@ -6,7 +6,13 @@ With a constant diagonal mass matrix the Schur complement is used instead:
 
     (B M⁻¹ Bᵀ) λ = B M⁻¹ Q − g,    q̈ = M⁻¹ (Q − Bᵀ λ),
 
-an `m × m` solve with no `n × n` work.
+an `m × m` solve with no `n × n` work. With a sparse Jacobian (the planar and spatial
+front ends) `S` is formed from the nonzeros of `B` only (`mbdjax._sparse`); when its
+rows group into blocks that couple only with their neighbours (a serial chain: each
+joint shares a body with the joints before and after it) and the rows are independent,
+`S` is assembled as blocks and solved by block cyclic reduction
+(`mbdjax._blocktridiag`), so the right-hand side costs O(m) instead of the O(m³) of a
+dense Cholesky.
 """
 
 from __future__ import annotations
@@ -22,7 +28,8 @@ from .. import _first_order as fo_
 from .. import _kinematics as kin
 from .._checks import rank_deficient_at
 from .._first_order import FirstOrder
-from .._linalg import spd_solve
+from .._blocktridiag import block_tridiagonal_solve
+from .._linalg import definite_solve, spd_solve
 from .._tracing import is_concrete
 from .base import AbstractFormulation
 
@@ -38,7 +45,8 @@ class Augmented(AbstractFormulation):
             read from the rank of `B` at the initial state). With dependent rows
             (a redundant mechanism: the motion is unique, the multipliers are not)
             the Schur complement is semidefinite and is solved by least squares,
-            giving the minimum-norm multipliers; with full row rank by Cholesky.
+            giving the minimum-norm multipliers; with full row rank by Cholesky
+            (or block cyclic reduction for a block-tridiagonal `S`, see above).
 
     Massless coordinates whose rates the constraints leave free (resistive loops of a
     network: resistors, capacitors, diodes, sources without an inductor) are found by
@@ -155,9 +163,13 @@ class Augmented(AbstractFormulation):
             if pattern is not None and model.m_n == 0:
                 # Sparse path: every product from the Jacobian's nonzeros; S is SPD.
                 vals = kin.holonomic_jacobian_values(model, q, t, p)
-                S = pattern.schur(vals, Minv)
                 rhs = pattern.matvec(vals, Minv * Q) - g
-                lam = spd_solve(S, rhs, self.redundant is not False)
+                fallback = self.redundant is not False
+                if pattern.schur_block_size is not None and definite_solve(fallback):
+                    # A serial chain: S is block tridiagonal, solved in O(m) work.
+                    lam = _block_schur_solve(pattern, vals, Minv, rhs)
+                else:
+                    lam = spd_solve(pattern.schur(vals, Minv), rhs, fallback)
                 return Minv * (Q - pattern.rmatvec(vals, lam)), lam
             B = kin.constraint_jacobian(model, q, t, p)
             BMinv = B * Minv[None, :]
@@ -169,3 +181,13 @@ class Augmented(AbstractFormulation):
         K = jnp.block([[M, B.T], [B, jnp.zeros((m, m), dtype=float)]])
         sol = jnp.linalg.solve(K, jnp.concatenate([Q, g]))
         return sol[:n], sol[n:]
+
+
+def _block_schur_solve(pattern, vals, w, rhs):
+    """`λ = (B diag(w) Bᵀ)⁻¹ rhs` from the block-tridiagonal form of the Schur complement
+    (`JacobianPattern.schur_blocks`), by block cyclic reduction."""
+    D, E = pattern.schur_blocks(vals, w)
+    k, size = D.shape[0], D.shape[-1]
+    m = rhs.shape[0]
+    r = jnp.concatenate([rhs, jnp.zeros((k * size - m,), dtype=rhs.dtype)]).reshape(k, size)
+    return block_tridiagonal_solve(D, E, r).reshape(-1)[:m]

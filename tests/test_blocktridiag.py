@@ -1,0 +1,159 @@
+"""Block cyclic reduction (`mbdjax._blocktridiag`) and the block-tridiagonal Schur
+complement of serial chains (`JacobianPattern.schur_blocks`).
+
+Expected values: dense NumPy solves and the dense Schur complement `B diag(w) Bᵀ` of
+the same pattern; tolerances are round-off of well-conditioned systems (≤ 1e-12).
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from mbdjax._blocktridiag import block_tridiagonal_solve, small_spd_solve
+from mbdjax._sparse import JacobianPattern
+
+
+def random_block_tridiagonal(k, s, rng):
+    """A random SPD block-tridiagonal matrix (diagonally dominant blocks), its blocks."""
+    m = k * s
+    A = np.zeros((m, m))
+    for i in range(k):
+        G = rng.standard_normal((s, 3 * s))
+        A[i * s:(i + 1) * s, i * s:(i + 1) * s] = G @ G.T + 4 * s * np.eye(s)
+        if i + 1 < k:
+            C = rng.standard_normal((s, s))
+            A[(i + 1) * s:(i + 2) * s, i * s:(i + 1) * s] = C
+            A[i * s:(i + 1) * s, (i + 1) * s:(i + 2) * s] = C.T
+    D = np.stack([A[i * s:(i + 1) * s, i * s:(i + 1) * s] for i in range(k)])
+    E = np.zeros((k - 1, s, s))
+    for i in range(k - 1):
+        E[i] = A[(i + 1) * s:(i + 2) * s, i * s:(i + 1) * s]
+    return A, D, E
+
+
+solve = jax.jit(block_tridiagonal_solve)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(1, 13), st.integers(1, 4), st.integers(0, 2**31 - 1))
+def test_cyclic_reduction_matches_dense_solve(k, s, seed):
+    rng = np.random.default_rng(seed)
+    A, D, E = random_block_tridiagonal(k, s, rng)
+    r = rng.standard_normal(k * s)
+    x = solve(jnp.asarray(D), jnp.asarray(E), jnp.asarray(r).reshape(k, s))
+    np.testing.assert_allclose(np.asarray(x).reshape(-1), np.linalg.solve(A, r), rtol=0, atol=1e-12)
+
+
+def test_small_spd_solve_batches():
+    rng = np.random.default_rng(3)
+    G = rng.standard_normal((5, 3, 3))
+    A = G @ np.swapaxes(G, 1, 2) + np.eye(3)
+    R = rng.standard_normal((5, 3, 2))
+    np.testing.assert_allclose(small_spd_solve(jnp.asarray(A), jnp.asarray(R)), np.linalg.solve(A, R), atol=1e-12)
+
+
+def test_derivatives_are_those_of_the_solve():
+    # d(S⁻¹ r) = S⁻¹ (dr − dS x), forward mode through the reduction, against dense NumPy.
+    rng = np.random.default_rng(7)
+    k, s = 7, 2
+    A, D, E = random_block_tridiagonal(k, s, rng)
+    _, dD, dE = random_block_tridiagonal(k, s, rng)
+    dA = np.zeros_like(A)
+    for i in range(k):
+        dA[i * s:(i + 1) * s, i * s:(i + 1) * s] = dD[i]
+        if i + 1 < k:
+            dA[(i + 1) * s:(i + 2) * s, i * s:(i + 1) * s] = dE[i]
+            dA[i * s:(i + 1) * s, (i + 1) * s:(i + 2) * s] = dE[i].T
+    r, dr = rng.standard_normal(k * s), rng.standard_normal(k * s)
+    f = lambda D, E, r: block_tridiagonal_solve(D, E, r.reshape(k, s)).reshape(-1)  # noqa: E731
+    primals = tuple(jnp.asarray(a) for a in (D, E, r))
+    tangents = tuple(jnp.asarray(a) for a in (dD, dE, dr))
+    x, dx = jax.jit(lambda p, t: jax.jvp(f, p, t))(primals, tangents)
+    xs = np.linalg.solve(A, r)
+    np.testing.assert_allclose(dx, np.linalg.solve(A, dr - dA @ xs), atol=1e-11)
+    # reverse mode: the gradient of cᵀx with respect to r is S⁻¹ c (S symmetric)
+    c = rng.standard_normal(k * s)
+    g = jax.jit(jax.grad(lambda r: f(jnp.asarray(D), jnp.asarray(E), r) @ c))(jnp.asarray(r))
+    np.testing.assert_allclose(g, np.linalg.solve(A, c), atol=1e-12)
+
+
+def test_indefinite_gives_nan_and_bad_shapes_are_rejected():
+    D = jnp.stack([jnp.eye(2), -jnp.eye(2), jnp.eye(2)])
+    x = block_tridiagonal_solve(D, jnp.zeros((2, 2, 2)), jnp.ones((3, 2)))
+    assert bool(jnp.any(jnp.isnan(x)))
+    with pytest.raises(ValueError, match="do not describe"):
+        block_tridiagonal_solve(D, jnp.zeros((3, 2, 2)), jnp.ones((3, 2)))
+    with pytest.raises(ValueError, match="MAX_BLOCK"):
+        block_tridiagonal_solve(jnp.ones((2, 7, 7)), jnp.ones((1, 7, 7)), jnp.ones((2, 7)))
+
+
+@st.composite
+def banded_patterns(draw):
+    """Random patterns whose rows touch a window of columns moving down the matrix, as a
+    chain's joints do, so that B Bᵀ is banded."""
+    m = draw(st.integers(4, 14))
+    n = m + draw(st.integers(0, 3))
+    width = draw(st.integers(1, 3))
+    cells = set()
+    for i in range(m):
+        lo = min(i * n // m, n - 1)
+        for j in range(lo, min(lo + width, n)):
+            if draw(st.booleans()) or j == lo:
+                cells.add((i, j))
+    return m, n, sorted(cells), draw(st.integers(0, 2**31 - 1))
+
+
+@settings(max_examples=20, deadline=None)
+@given(banded_patterns())
+def test_schur_blocks_reassemble_the_schur_complement(case):
+    m, n, cells, seed = case
+    rng = np.random.default_rng(seed)
+    rows, cols = zip(*cells)
+    pat = JacobianPattern(rows, cols, (m, n))
+    v, w = jnp.asarray(rng.standard_normal(len(cells))), jnp.asarray(rng.uniform(0.5, 2.0, n))
+    S = np.asarray(jax.jit(pat.schur)(v, w))
+    size = pat.schur_block_size
+    if size is None:
+        with pytest.raises(ValueError, match="not block tridiagonal"):
+            pat.schur_blocks(v, w)
+        return
+    D, E = (np.asarray(a) for a in jax.jit(pat.schur_blocks)(v, w))
+    k = D.shape[0]
+    assert k == -(-m // size) and D.shape == (k, size, size) and E.shape == (k - 1, size, size)
+    full = np.zeros((k * size, k * size))
+    for i in range(k):
+        full[i * size:(i + 1) * size, i * size:(i + 1) * size] = D[i]
+        if i + 1 < k:
+            full[(i + 1) * size:(i + 2) * size, i * size:(i + 1) * size] = E[i]
+            full[i * size:(i + 1) * size, (i + 1) * size:(i + 2) * size] = E[i].T
+    np.testing.assert_allclose(full[:m, :m], S, atol=0)           # the same sums, moved
+    np.testing.assert_array_equal(full[m:, m:], np.eye(k * size - m))  # padding rows: identity
+    np.testing.assert_array_equal(full[:m, m:], 0.0)
+
+
+def test_pendulum_chain_uses_blocks_and_matches_the_dense_solve():
+    from mbdjax import _dynamics as dyn, _kinematics as kin
+    from mbdjax._formulation.augmented import _block_schur_solve
+    from mbdjax._linalg import spd_solve
+    from mbdjax.models import pendulum_chain
+
+    ex = pendulum_chain(6)
+    model, p = ex.model, ex.model.params
+    pat = model.jacobian_pattern
+    assert pat.schur_block_size == 2  # one revolute joint (two rows) per block
+    rng = np.random.default_rng(0)
+    q = ex.q0
+    vals = kin.holonomic_jacobian_values(model, q, 0.0, p)
+    w = 1.0 / dyn.mass_diagonal(model, p)
+    rhs = jnp.asarray(rng.standard_normal(model.m))
+    np.testing.assert_allclose(_block_schur_solve(pat, vals, w, rhs), spd_solve(pat.schur(vals, w), rhs),
+                               rtol=1e-12, atol=1e-12)
+    import mbdjax as mbd
+
+    traj_block = mbd.simulate(model, ex.q0, ex.qd0, t1=0.5, saveat=3)
+    traj_dense = mbd.simulate(model, ex.q0, ex.qd0, t1=0.5, saveat=3,
+                              formulation=mbd.Augmented(redundant=True))  # dense S, Cholesky branch
+    np.testing.assert_allclose(traj_block.q, traj_dense.q, atol=1e-12)
+    np.testing.assert_allclose(traj_block.lam, traj_dense.lam, rtol=1e-9, atol=1e-9)
