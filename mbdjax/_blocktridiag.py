@@ -48,11 +48,14 @@ def _mm(X, Y):
 def small_spd_solve(A, R):
     """`A⁻¹ R` for a batch of small SPD blocks: `A (..., s, s)`, `R (..., s, r)`.
 
-    Cholesky, forward and back substitution unrolled entry by entry (`s ≤ MAX_BLOCK`),
+    Blocks of size 1 and 2 in closed form (`_inverse_times`); larger ones (up to
+    `MAX_BLOCK`) by Cholesky, forward and back substitution unrolled entry by entry,
     each entry a `(...)`-shaped array, so the whole solve is elementwise work over the
     batch.
     """
     s = A.shape[-1]
+    if s <= 2:
+        return _inverse_times(A, R)
     L = [[None] * s for _ in range(s)]
     inv = [None] * s
     for j in range(s):
@@ -78,6 +81,22 @@ def small_spd_solve(A, R):
             v = v - L[k][i][..., None] * x[k]
         x[i] = v * inv[i][..., None]
     return jnp.stack(x, axis=-2)
+
+
+def _inverse_times(A, R):
+    """`A⁻¹ R` for SPD blocks of size 1 or 2 in closed form: one reciprocal (of the
+    determinant) and products, so XLA fuses the solve into its consumers where the
+    Cholesky's chain of square roots would be separate kernels. A block that is not
+    positive definite gives NaN, as the Cholesky does."""
+    if A.shape[-1] == 1:
+        a = A[..., 0:1, 0:1]
+        return jnp.where(a > 0, R / jnp.where(a > 0, a, 1.0), jnp.nan)
+    a, b, d = A[..., 0:1, 0:1], A[..., 1:2, 0:1], A[..., 1:2, 1:2]
+    det = a * d - b * b
+    ok = (a > 0) & (det > 0)
+    rdet = jnp.where(ok, 1.0 / jnp.where(ok, det, 1.0), jnp.nan)
+    r0, r1 = R[..., 0:1, :], R[..., 1:2, :]
+    return jnp.concatenate([(d * r0 - b * r1) * rdet, (a * r1 - b * r0) * rdet], axis=-2)
 
 
 def block_tridiagonal_solve(D, E, r):

@@ -83,6 +83,9 @@ def test_indefinite_gives_nan_and_bad_shapes_are_rejected():
     D = jnp.stack([jnp.eye(2), -jnp.eye(2), jnp.eye(2)])
     x = block_tridiagonal_solve(D, jnp.zeros((2, 2, 2)), jnp.ones((3, 2)))
     assert bool(jnp.any(jnp.isnan(x)))
+    for s in (1, 3):  # the closed-form 1 × 1 and the unrolled Cholesky 3 × 3 blocks too
+        D = jnp.stack([jnp.eye(s), -jnp.eye(s)])
+        assert bool(jnp.any(jnp.isnan(block_tridiagonal_solve(D, jnp.zeros((1, s, s)), jnp.ones((2, s))))))
     with pytest.raises(ValueError, match="do not describe"):
         block_tridiagonal_solve(D, jnp.zeros((3, 2, 2)), jnp.ones((3, 2)))
     with pytest.raises(ValueError, match="MAX_BLOCK"):
