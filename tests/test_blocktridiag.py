@@ -1,5 +1,5 @@
-"""Block cyclic reduction (`mbdjax._blocktridiag`) and the block-tridiagonal Schur
-complement of serial chains (`JacobianPattern.schur_blocks`).
+"""Block cyclic reduction (`mbdjax._blocktridiag`) and its use for the block-tridiagonal
+Schur complement of serial chains (the blocks themselves: tests/test_sparse.py).
 
 Expected values: dense NumPy solves and the dense Schur complement `B diag(w) Bᵀ` of
 the same pattern; tolerances are round-off of well-conditioned systems (≤ 1e-12).
@@ -12,7 +12,6 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from mbdjax._blocktridiag import block_tridiagonal_solve, small_spd_solve
-from mbdjax._sparse import JacobianPattern
 
 
 def random_block_tridiagonal(k, s, rng):
@@ -90,50 +89,6 @@ def test_indefinite_gives_nan_and_bad_shapes_are_rejected():
         block_tridiagonal_solve(D, jnp.zeros((3, 2, 2)), jnp.ones((3, 2)))
     with pytest.raises(ValueError, match="MAX_BLOCK"):
         block_tridiagonal_solve(jnp.ones((2, 7, 7)), jnp.ones((1, 7, 7)), jnp.ones((2, 7)))
-
-
-@st.composite
-def banded_patterns(draw):
-    """Random patterns whose rows touch a window of columns moving down the matrix, as a
-    chain's joints do, so that B Bᵀ is banded."""
-    m = draw(st.integers(4, 14))
-    n = m + draw(st.integers(0, 3))
-    width = draw(st.integers(1, 3))
-    cells = set()
-    for i in range(m):
-        lo = min(i * n // m, n - 1)
-        for j in range(lo, min(lo + width, n)):
-            if draw(st.booleans()) or j == lo:
-                cells.add((i, j))
-    return m, n, sorted(cells), draw(st.integers(0, 2**31 - 1))
-
-
-@settings(max_examples=20, deadline=None)
-@given(banded_patterns())
-def test_schur_blocks_reassemble_the_schur_complement(case):
-    m, n, cells, seed = case
-    rng = np.random.default_rng(seed)
-    rows, cols = zip(*cells)
-    pat = JacobianPattern(rows, cols, (m, n))
-    v, w = jnp.asarray(rng.standard_normal(len(cells))), jnp.asarray(rng.uniform(0.5, 2.0, n))
-    S = np.asarray(jax.jit(pat.schur)(v, w))
-    size = pat.schur_block_size
-    if size is None:
-        with pytest.raises(ValueError, match="not block tridiagonal"):
-            pat.schur_blocks(v, w)
-        return
-    D, E = (np.asarray(a) for a in jax.jit(pat.schur_blocks)(v, w))
-    k = D.shape[0]
-    assert k == -(-m // size) and D.shape == (k, size, size) and E.shape == (k - 1, size, size)
-    full = np.zeros((k * size, k * size))
-    for i in range(k):
-        full[i * size:(i + 1) * size, i * size:(i + 1) * size] = D[i]
-        if i + 1 < k:
-            full[(i + 1) * size:(i + 2) * size, i * size:(i + 1) * size] = E[i]
-            full[i * size:(i + 1) * size, (i + 1) * size:(i + 2) * size] = E[i].T
-    np.testing.assert_allclose(full[:m, :m], S, atol=0)           # the same sums, moved
-    np.testing.assert_array_equal(full[m:, m:], np.eye(k * size - m))  # padding rows: identity
-    np.testing.assert_array_equal(full[:m, m:], 0.0)
 
 
 def test_pendulum_chain_uses_blocks_and_matches_the_dense_solve():
