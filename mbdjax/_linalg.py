@@ -47,6 +47,11 @@ def batched_solves(semidefinite: bool):
         _BATCHED[0] = old
 
 
+def batched_mode():
+    """`"definite"`, `"semidefinite"` or None (not inside `batched_solves`)."""
+    return _BATCHED[0]
+
+
 def definite_solve(fallback: bool) -> bool:
     """Whether an `spd_solve(S, r, fallback)` traced here would be a plain Cholesky with
     no fallback (so a caller may solve a structured definite `S` its own way)."""

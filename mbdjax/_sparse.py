@@ -20,6 +20,8 @@ from collections import defaultdict
 import jax.numpy as jnp
 import numpy as np
 
+from ._blocktridiag import block_tridiagonal_solve
+
 
 def _block_size(keys, m):
     """The smallest block size `s` with every structural nonzero `(i, j)` of a symmetric
@@ -161,3 +163,13 @@ class JacobianPattern:
             raise ValueError("JacobianPattern.schur_blocks: B diag(w) Bᵀ is not block tridiagonal.")
         sums = self._schur_sums(vals, w)
         return sums[self._block_diag_source], sums[self._block_below_source]
+
+    def block_schur_solve(self, vals, w, rhs):
+        """`x = (B diag(w) Bᵀ)⁻¹ rhs` from the block-tridiagonal form (`schur_blocks`)
+        by block cyclic reduction; `rhs (m,)`. NaN where a pivot block is not positive
+        definite (dependent rows make it singular: check before relying on it)."""
+        D, E = self.schur_blocks(vals, w)
+        k, size = D.shape[0], D.shape[-1]
+        m = self.shape[0]
+        r = jnp.concatenate([rhs, jnp.zeros((k * size - m,), dtype=rhs.dtype)]).reshape(k, size)
+        return block_tridiagonal_solve(D, E, r).reshape(-1)[:m]

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from mbdjax._blocktridiag import block_tridiagonal_solve, small_spd_solve
+from mbdjax._sparse import JacobianPattern
 
 
 def random_block_tridiagonal(k, s, rng):
@@ -93,7 +94,6 @@ def test_indefinite_gives_nan_and_bad_shapes_are_rejected():
 
 def test_pendulum_chain_uses_blocks_and_matches_the_dense_solve():
     from mbdjax import _dynamics as dyn, _kinematics as kin
-    from mbdjax._formulation.augmented import _block_schur_solve
     from mbdjax._linalg import spd_solve
     from mbdjax.models import pendulum_chain
 
@@ -106,7 +106,7 @@ def test_pendulum_chain_uses_blocks_and_matches_the_dense_solve():
     vals = kin.holonomic_jacobian_values(model, q, 0.0, p)
     w = 1.0 / dyn.mass_diagonal(model, p)
     rhs = jnp.asarray(rng.standard_normal(model.m))
-    np.testing.assert_allclose(_block_schur_solve(pat, vals, w, rhs), spd_solve(pat.schur(vals, w), rhs),
+    np.testing.assert_allclose(pat.block_schur_solve(vals, w, rhs), spd_solve(pat.schur(vals, w), rhs),
                                rtol=1e-12, atol=1e-12)
     import mbdjax as mbd
 
@@ -115,3 +115,24 @@ def test_pendulum_chain_uses_blocks_and_matches_the_dense_solve():
                               formulation=mbd.Augmented(redundant=True))  # dense S, Cholesky branch
     np.testing.assert_allclose(traj_block.q, traj_dense.q, atol=1e-12)
     np.testing.assert_allclose(traj_block.lam, traj_dense.lam, rtol=1e-9, atol=1e-9)
+
+
+def test_projection_correction_with_blocks_is_the_minimum_norm_one():
+    # J⁺ r (NumPy pinv) for a tridiagonal J Jᵀ, with independent rows (the reduction is
+    # kept) and with two equal rows (singular pivots: the dense least-squares fallback).
+    import types
+
+    from mbdjax._stabilization.projection import _sparse_min_norm_correction
+
+    rows, cols = [0, 1, 1, 2, 2, 3, 3], [0, 0, 1, 1, 2, 2, 3]
+    pat = JacobianPattern(rows, cols, (4, 4))
+    assert pat.schur_block_size == 1
+    model = types.SimpleNamespace(jacobian_pattern=pat, n=4)
+    correction = jax.jit(lambda v, r: _sparse_min_norm_correction(model, v, r))
+    rng = np.random.default_rng(5)
+    for vals in (rng.uniform(0.5, 2.0, 7), np.array([1.0, 1.0, 0.0, 0.0, 0.5, 0.3, 1.0])):
+        J = np.zeros((4, 4))
+        J[rows, cols] = vals
+        r = J @ rng.standard_normal(4)  # consistent, as a drift of the constraints is
+        np.testing.assert_allclose(correction(jnp.asarray(vals), jnp.asarray(r)), np.linalg.pinv(J) @ r,
+                                   atol=1e-12)

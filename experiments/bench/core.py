@@ -303,11 +303,9 @@ def profile_rhs(ex, mech, q0b, qd0b, perm):
         parts["Cholesky"] = lambda q, qd: chol(S0 + 0.0 * q[0] * jnp.eye(S0.shape[0]), qd[: S0.shape[0]])
         parts["Φ_q nz + S + Cholesky"] = schur_chol
         if pat.schur_block_size is not None:
-            from mbdjax._formulation.augmented import _block_schur_solve
-
             def schur_blocks(q, qd):
                 vals = kin.holonomic_jacobian_values(model, q, 0.0, p)
-                return _block_schur_solve(pat, vals, Minv, pat.matvec(vals, qd))
+                return pat.block_schur_solve(vals, Minv, pat.matvec(vals, qd))
 
             parts["Φ_q nz + S blocks + cyclic reduction"] = schur_blocks
     if model.dissipation_fn is not None:

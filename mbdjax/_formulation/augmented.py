@@ -28,7 +28,6 @@ from .. import _first_order as fo_
 from .. import _kinematics as kin
 from .._checks import rank_deficient_at
 from .._first_order import FirstOrder
-from .._blocktridiag import block_tridiagonal_solve
 from .._linalg import definite_solve, spd_solve
 from .._tracing import is_concrete
 from .base import AbstractFormulation
@@ -167,7 +166,7 @@ class Augmented(AbstractFormulation):
                 fallback = self.redundant is not False
                 if pattern.schur_block_size is not None and definite_solve(fallback):
                     # A serial chain: S is block tridiagonal, solved in O(m) work.
-                    lam = _block_schur_solve(pattern, vals, Minv, rhs)
+                    lam = pattern.block_schur_solve(vals, Minv, rhs)
                 else:
                     lam = spd_solve(pattern.schur(vals, Minv), rhs, fallback)
                 return Minv * (Q - pattern.rmatvec(vals, lam)), lam
@@ -182,12 +181,3 @@ class Augmented(AbstractFormulation):
         sol = jnp.linalg.solve(K, jnp.concatenate([Q, g]))
         return sol[:n], sol[n:]
 
-
-def _block_schur_solve(pattern, vals, w, rhs):
-    """`λ = (B diag(w) Bᵀ)⁻¹ rhs` from the block-tridiagonal form of the Schur complement
-    (`JacobianPattern.schur_blocks`), by block cyclic reduction."""
-    D, E = pattern.schur_blocks(vals, w)
-    k, size = D.shape[0], D.shape[-1]
-    m = rhs.shape[0]
-    r = jnp.concatenate([rhs, jnp.zeros((k * size - m,), dtype=rhs.dtype)]).reshape(k, size)
-    return block_tridiagonal_solve(D, E, r).reshape(-1)[:m]

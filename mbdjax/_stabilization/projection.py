@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 
 from .. import _kinematics as kin
-from .._linalg import spd_solve
+from .._linalg import batched_mode, definite_solve, spd_solve
 from .base import AbstractStabilization
 
 
@@ -18,14 +19,52 @@ def _min_norm_correction(J, r):
     return J.T @ spd_solve(J @ J.T, r, True)
 
 
+RESIDUAL_RTOL = 1e-6
+"""A block-tridiagonal Gram solve is kept when `‖J Jᵀ y − r‖∞ ≤ RESIDUAL_RTOL ‖r‖∞`."""
+
+
+def _sparse_min_norm_correction(model, vals, r):
+    """`Jᵀ (J Jᵀ)⁻¹ r` from the nonzeros `vals` of `J = Φ_q` (`model.jacobian_pattern`).
+
+    A block-tridiagonal `J Jᵀ` (a serial chain) is solved by block cyclic reduction in
+    O(m). Whether the rows are independent is not known here, so the solve is checked
+    by its residual: dependent rows make the reduction's pivots singular (NaN or a
+    solution far off), and then the dense Cholesky / least-squares correction is used
+    instead (`lax.cond`: only the branch taken runs). Any `y` with `J Jᵀ y = r` gives
+    the same `Jᵀ y`, so an accepted solve is the minimum-norm correction. Inside
+    `mbdjax._linalg.batched_solves` the batch's own choice holds: no check for a batch
+    known to have full row rank, the dense pivot-skipping solve for a redundant one.
+    """
+    pat = model.jacobian_pattern
+    ones = jnp.ones(model.n, dtype=vals.dtype)
+    if pat.schur_block_size is None or batched_mode() == "semidefinite":
+        return pat.rmatvec(vals, spd_solve(pat.schur(vals, ones), r, True))
+    y = pat.block_schur_solve(vals, ones, r)
+    if definite_solve(True):
+        return pat.rmatvec(vals, y)
+    dx = pat.rmatvec(vals, y)
+    residual = jnp.max(jnp.abs(pat.matvec(vals, dx) - r))
+    good = residual <= RESIDUAL_RTOL * jnp.max(jnp.abs(r))  # False for NaN
+    return jax.lax.cond(good, lambda _: dx, lambda _: _min_norm_correction(pat.dense(vals), r), None)
+
+
+def _uses_pattern(model, holonomic_only):
+    return model.jacobian_pattern is not None and model.holonomic_jacobian_fn is None and (
+        holonomic_only or model.m_n == 0)
+
+
 def project_positions(model, q, t, p, iterations=2):
     """Gauss–Newton steps `q ← q − Φ_qᵀ(Φ_q Φ_qᵀ)⁻¹ Φ` onto `Φ(q, t) = 0`."""
     if model.m_h == 0:
         return q
 
     def body(x, _):
-        J = kin.holonomic_jacobian(model, x, t, p)
-        return x - _min_norm_correction(J, kin.holonomic(model, x, t, p)), None
+        phi = kin.holonomic(model, x, t, p)
+        if _uses_pattern(model, True):
+            dx = _sparse_min_norm_correction(model, kin.holonomic_jacobian_values(model, x, t, p), phi)
+        else:
+            dx = _min_norm_correction(kin.holonomic_jacobian(model, x, t, p), phi)
+        return x - dx, None
 
     q, _ = jax.lax.scan(body, q, None, length=iterations)
     return q
@@ -35,6 +74,10 @@ def project_velocities(model, q, qd, t, p):
     """Orthogonal projection of `q̇` onto `B q̇ = b`."""
     if model.m == 0:
         return qd
+    if _uses_pattern(model, False):
+        vals = kin.holonomic_jacobian_values(model, q, t, p)
+        r = model.jacobian_pattern.matvec(vals, qd) - kin.velocity_rhs(model, q, t, p)
+        return qd - _sparse_min_norm_correction(model, vals, r)
     B = kin.constraint_jacobian(model, q, t, p)
     return qd - _min_norm_correction(B, B @ qd - kin.velocity_rhs(model, q, t, p))
 
