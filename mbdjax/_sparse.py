@@ -104,9 +104,8 @@ class JacobianPattern:
             k = -(-m // bs)
             diag = np.full((k, bs, bs), zero_sum, dtype=np.int32)
             below = np.full((max(k - 1, 0), bs, bs), zero_sum, dtype=np.int32)
-            for i in range(k * bs):
-                if i >= m:
-                    diag[i // bs, i % bs, i % bs] = one_sum  # padding rows: identity
+            for i in range(m, k * bs):
+                diag[i // bs, i % bs, i % bs] = one_sum  # padding rows: identity
             for (i, j), u in slot.items():
                 bi, bj = i // bs, j // bs
                 if bi == bj:

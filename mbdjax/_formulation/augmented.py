@@ -180,4 +180,3 @@ class Augmented(AbstractFormulation):
         K = jnp.block([[M, B.T], [B, jnp.zeros((m, m), dtype=float)]])
         sol = jnp.linalg.solve(K, jnp.concatenate([Q, g]))
         return sol[:n], sol[n:]
-
