@@ -49,6 +49,36 @@ def _padded(groups, count, fill):
     return out
 
 
+def _block_row_layout(rows, cols, m, n, s):
+    """Index arrays for the blocks of `B diag(w) Bᵀ` with rows grouped `s` at a time.
+
+    Block row `I` (rows `I s … I s + s − 1`) touches the columns `C_I`; the Schur
+    blocks are `D[I] = B[I, C_I] W B[I, C_I]ᵀ` and, when every structural nonzero of
+    `S` lies in neighbouring blocks, `E[I] = S[I+1, I] = B[I+1, C_I] W B[I, C_I]ᵀ`
+    (entries of block `I + 1` outside `C_I` meet zeros of block `I`). Returns
+    `entries (k, 2s, c)`, the position in `vals` (or the appended zero) of
+    `B[I s + a, C_I[j]]` for `a < s` and of `B[(I+1) s + a − s, C_I[j]]` for `a ≥ s`;
+    `columns (k, c)`, `C_I` padded with `n` (an appended zero weight); and `padding
+    (k, s, s)`, ones on the diagonal of the rows past `m`.
+    """
+    k = -(-m // s)
+    position = {(int(i), int(j)): e for e, (i, j) in enumerate(zip(rows, cols))}
+    touched = [sorted({int(j) for i, j in zip(rows, cols) if i // s == block}) for block in range(k)]
+    c = max([len(t) for t in touched] + [1])
+    entries = np.full((k, 2 * s, c), len(rows), dtype=np.int32)
+    columns = np.full((k, c), n, dtype=np.int32)
+    padding = np.zeros((k, s, s))
+    for block, cs in enumerate(touched):
+        columns[block, : len(cs)] = cs
+        for a in range(2 * s):
+            row = block * s + a
+            for jj, j in enumerate(cs):
+                entries[block, a, jj] = position.get((row, j), len(rows))
+    for i in range(m, k * s):
+        padding[i // s, i % s, i % s] = 1.0
+    return entries, columns, padding
+
+
 class JacobianPattern:
     """Positions `(rows[e], cols[e])` of the `nnz` structural nonzeros of an `(m, n)` matrix.
 
@@ -91,8 +121,7 @@ class JacobianPattern:
             b = np.array([[b for _, b in pairs[key]] for key in group], dtype=np.int32)
             self._pair_groups.append((a, b))
         slot = {key: u for u, key in enumerate(keys)}
-        zero_sum, one_sum = len(keys), len(keys) + 1  # appended constants 0 and 1
-        source = np.full(m * m, zero_sum, dtype=np.int32)
+        source = np.full(m * m, len(keys), dtype=np.int32)  # an appended zero sum
         for (i, j), u in slot.items():
             source[i * m + j] = source[j * m + i] = u
         self._schur_source = source
@@ -100,19 +129,7 @@ class JacobianPattern:
         # of some small size s (a serial chain of joints): see `schur_blocks`.
         self.schur_block_size = _block_size(list(slot), m)
         if self.schur_block_size is not None:
-            bs = self.schur_block_size
-            k = -(-m // bs)
-            diag = np.full((k, bs, bs), zero_sum, dtype=np.int32)
-            below = np.full((max(k - 1, 0), bs, bs), zero_sum, dtype=np.int32)
-            for i in range(m, k * bs):
-                diag[i // bs, i % bs, i % bs] = one_sum  # padding rows: identity
-            for (i, j), u in slot.items():
-                bi, bj = i // bs, j // bs
-                if bi == bj:
-                    diag[bi, i % bs, j % bs] = diag[bi, j % bs, i % bs] = u
-                else:
-                    below[bj, i % bs, j % bs] = u
-            self._block_diag_source, self._block_below_source = diag, below
+            self._block_rows = _block_row_layout(rows, cols, m, n, self.schur_block_size)
         dense_source = np.full(m * n, zero, dtype=np.int32)
         dense_source[rows * n + cols] = np.arange(self.nnz, dtype=np.int32)
         self._dense_source = dense_source
@@ -140,11 +157,11 @@ class JacobianPattern:
         return jnp.sum(v[e] * yr[e], axis=1)
 
     def _schur_sums(self, vals, w):
-        """The sums of the lower-triangle keys, then the constants 0 and 1."""
+        """The sums of the lower-triangle keys, then a zero."""
         v = self._ext(vals)
         vw = self._ext(vals * w[self.cols])
         sums = [jnp.sum(vw[a] * v[b], axis=1) for a, b in self._pair_groups]
-        return jnp.concatenate(sums + [jnp.array([0.0, 1.0], dtype=v.dtype)])
+        return jnp.concatenate(sums + [jnp.zeros((1,), dtype=v.dtype)])
 
     def schur(self, vals, w):
         """`B diag(w) Bᵀ`, shape `(m, m)`."""
@@ -157,11 +174,19 @@ class JacobianPattern:
         `E (k-1, s, s)` below it, `k = ⌈m / s⌉`, `s = schur_block_size`; rows past `m`
         (padding of the last block) are identity rows. For
         `mbdjax._blocktridiag.block_tridiagonal_solve`.
+
+        Both come from one product over the block rows (`_block_row_layout`): with
+        `G[I] (2s, c)` the rows of blocks `I` and `I + 1` on the `c` columns that block
+        `I` touches, `G[I] diag(w) G[I, :s]ᵀ` stacks `D[I]` over `E[I]`.
         """
         if self.schur_block_size is None:
             raise ValueError("JacobianPattern.schur_blocks: B diag(w) Bᵀ is not block tridiagonal.")
-        sums = self._schur_sums(vals, w)
-        return sums[self._block_diag_source], sums[self._block_below_source]
+        entries, columns, padding = self._block_rows
+        s = self.schur_block_size
+        G = self._ext(vals)[entries]                                     # (k, 2s, c)
+        Gw = G * jnp.concatenate([w, jnp.zeros((1,), dtype=w.dtype)])[columns][:, None, :]
+        P = sum(Gw[:, :, None, j] * G[:, None, :s, j] for j in range(G.shape[-1]))  # (k, 2s, s)
+        return P[:, :s] + jnp.asarray(padding, dtype=P.dtype), P[:-1, s:]
 
     def block_schur_solve(self, vals, w, rhs):
         """`x = (B diag(w) Bᵀ)⁻¹ rhs` from the block-tridiagonal form (`schur_blocks`)

@@ -18,7 +18,8 @@ connecting rod, a 1 kg slider, a constant 0.5 N·m torque; ``slender_slider_cran
 with ``mbdjax.planar``), 10 s of motion each. The baseline twin of every model is read off the model itself
 (``baseline_from_example``). Reported per system: baseline wall time (best of ``--repeat``), RHS
 calls and µs per call; mbdjax compile time (first call minus second call), run time
-after compilation (best of 3), steps; the ratio baseline/mbdjax; and the largest
+after compilation (best of ``--repeat``), steps; the ratio baseline/mbdjax, best against
+best and paired within rounds that alternate the two (``run_interleaved``); and the largest
 coordinate difference between the two at t = 1 s (separate short runs: the chains are
 chaotic, so 10 s end states are not comparable) and at t1 (informative only).
 
@@ -187,16 +188,12 @@ def check_same_system(label, ex, mech, perm, q0b, qd0b):
 
 
 # --------------------------------------------------------------------------- runners
-def run_baseline(mech, q0, qd0, t1, repeat):
-    """Best-of-``repeat`` baseline run."""
-    best = None
-    for _ in range(repeat):
-        res = bl.simulate(mech, q0, qd0, t1=t1, rtol=RTOL, atol=ATOL, saveat=2)
-        if res.status != 0:
-            raise RuntimeError(f"solve_ivp failed: {res.message}")
-        if best is None or res.wall < best.wall:
-            best = res
-    return best
+def baseline_call(mech, q0, qd0, t1):
+    """One baseline ``solve_ivp`` run (raises if it fails)."""
+    res = bl.simulate(mech, q0, qd0, t1=t1, rtol=RTOL, atol=ATOL, saveat=2)
+    if res.status != 0:
+        raise RuntimeError(f"solve_ivp failed: {res.message}")
+    return res
 
 
 def mbdjax_call(ex, t1, solver):
@@ -210,14 +207,28 @@ def mbdjax_call(ex, t1, solver):
     return traj, time.perf_counter() - start
 
 
-def run_mbdjax(ex, t1, solver, repeat=3):
-    """First call (compile + run), then best of ``repeat`` calls."""
-    traj, first = mbdjax_call(ex, t1, solver)
-    times = []
+def run_interleaved(ex, mech, q0b, qd0b, t1, solvers, repeat):
+    """Compile every solver (first call minus second is the compile time), then
+    ``repeat`` rounds, each one baseline run followed by one run of every solver.
+
+    The VM's speed drifts by up to 2× within minutes, so besides the best of each
+    side (*ratio*) the ratio is also taken within each round and its median reported
+    (*paired*): a slow spell then slows both sides of the same pair.
+    Returns ``(best baseline result, {solver: (trajectory, compile_s, best_s, paired)})``.
+    """
+    first = {name: mbdjax_call(ex, t1, solver) for name, solver in solvers.items()}
+    base_runs, runs = [], {name: [] for name in solvers}
     for _ in range(repeat):
-        traj, dt = mbdjax_call(ex, t1, solver)
-        times.append(dt)
-    return traj, first - times[0], min(times)
+        base_runs.append(baseline_call(mech, q0b, qd0b, t1))
+        for name, solver in solvers.items():
+            runs[name].append(mbdjax_call(ex, t1, solver))
+    base = min(base_runs, key=lambda r: r.wall)
+    out = {}
+    for name in solvers:
+        times = [dt for _, dt in runs[name]]
+        paired = float(np.median([b.wall / dt for b, dt in zip(base_runs, times)]))
+        out[name] = (runs[name][-1][0], first[name][1] - times[0], min(times), paired)
+    return base, out
 
 
 SOLVERS = ("tsit5", "dopri5", "dopri8", "unrolled-tsit5", "unrolled-dopri5", "unrolled-dopri8")
@@ -375,10 +386,10 @@ def main(argv=None):
         q0b, qd0b = np.asarray(ex.q0)[perm], np.asarray(ex.qd0)[perm]
         same = check_same_system(label, ex, mech, perm, q0b, qd0b)
 
-        base = run_baseline(mech, q0b, qd0b, t1, args.repeat)
+        base, results = run_interleaved(ex, mech, q0b, qd0b, t1, solvers, args.repeat)
         base_1 = bl.simulate(mech, q0b, qd0b, t1=t_cmp, rtol=RTOL, atol=ATOL, saveat=2)
         for sname, solver in solvers.items():
-            traj, compile_s, run_s = run_mbdjax(ex, t1, solver, args.repeat)
+            traj, compile_s, run_s, paired = results[sname]
             steps = int(traj.num_steps)
             # Accuracy: separate runs to t = 1 s, and the end states of the timed runs.
             traj_1, _ = mbdjax_call(ex, t_cmp, solver)
@@ -389,13 +400,13 @@ def main(argv=None):
                 system=label, N=N, chain=label.startswith("pendulum"), n=mech.n, m=mech.m,
                 solver=sname, base_s=base.wall, nfev=base.nfev, us_rhs=base.us_per_rhs,
                 compile_s=compile_s, run_s=run_s, steps=steps, us_step=1e6 * run_s / max(steps, 1),
-                ratio=base.wall / run_s, d1=d1, dT=dT, drift=drift,
+                ratio=base.wall / run_s, paired=paired, d1=d1, dT=dT, drift=drift,
                 same=max(same["M"], same["Q"], same["qdd"]),
             )
             rows.append(row)
             print(f"  baseline {base.wall:.3f} s ({base.nfev} RHS, {base.us_per_rhs:.1f} µs/RHS) | "
                   f"mbdjax {sname}: compile {compile_s:.2f} s, run {run_s:.4f} s ({steps} steps, "
-                  f"{row['us_step']:.1f} µs/step) | ratio {row['ratio']:.1f}x | "
+                  f"{row['us_step']:.1f} µs/step) | ratio {row['ratio']:.1f}x (paired {paired:.1f}x) | "
                   f"|Δq|(1 s) {d1:.1e}, |Δq|(t1) {dT:.1e}, mbdjax |Φ|(t1) {drift:.1e}")
         if args.profile:
             profile_rhs(ex, mech, q0b, qd0b, perm)
@@ -427,7 +438,9 @@ NOTES = """
 Columns: *baseline* = solve_ivp wall time; *RHS* = its right-hand-side calls and µs per
 call (integrator overhead included); *compile* = first mbdjax call minus the second;
 *run* = best mbdjax call after compilation; *steps* = diffrax steps (accepted + rejected)
-and run time per step; *ratio* = baseline / mbdjax run; *‖Δq‖∞ at 1 s* = largest coordinate
+and run time per step; *ratio* = best baseline / best mbdjax run; *paired* = the median
+over rounds of baseline / mbdjax within one round (each round runs the baseline, then
+every solver once, so a slow spell of the machine slows both sides of a pair); *‖Δq‖∞ at 1 s* = largest coordinate
 difference between the two at t = 1 s (separate runs to 1 s); *‖Δq‖∞ at t1* = the same at the
 end of the timed runs (chaotic chains diverge, informative only); *same* = largest
 relative difference of M, Q and q̈ between the two models at consistent states.
@@ -436,14 +449,14 @@ relative difference of M, Q and q̈ between the two models at consistent states.
 
 def format_table(rows, t1):
     head = ("| system | N | n / m | baseline (s) | RHS calls | µs/RHS | mbdjax solver | mbdjax compile (s) | "
-            "mbdjax run (s) | steps (µs/step) | ratio | ‖Δq‖∞ at 1 s | ‖Δq‖∞ at t1 | same |")
-    sep = "|" + "---|" * 14
+            "mbdjax run (s) | steps (µs/step) | ratio | paired | ‖Δq‖∞ at 1 s | ‖Δq‖∞ at t1 | same |")
+    sep = "|" + "---|" * 15
     lines = [head, sep]
     for r in rows:
         lines.append(
             f"| {r['system']} | {r['N']} | {r['n']} / {r['m']} | {r['base_s']:.3f} | {r['nfev']} | "
             f"{r['us_rhs']:.1f} | {r['solver']} | {r['compile_s']:.2f} | {r['run_s']:.4f} | "
-            f"{r['steps']} ({r['us_step']:.1f}) | {r['ratio']:.1f}x | {r['d1']:.1e} | {r['dT']:.1e} | "
+            f"{r['steps']} ({r['us_step']:.1f}) | {r['ratio']:.1f}x | {r['paired']:.1f}x | {r['d1']:.1e} | {r['dT']:.1e} | "
             f"{r['same']:.0e} |"
         )
     return "\n".join(lines)
