@@ -24,6 +24,7 @@ Reference: Hairer, Nørsett & Wanner, *Solving Ordinary Differential Equations I
 from __future__ import annotations
 
 import diffrax
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import jax.tree_util as jtu
@@ -63,7 +64,30 @@ def repr_solver(solver) -> str:
     return type(solver).__name__
 
 
-class UnrolledRK(diffrax.AbstractAdaptiveSolver):
+class SolverOf(diffrax.AbstractSolver):
+    """A solver that takes its description from the diffrax solver it holds
+    (`solver`): the term structure, the interpolation, the order and the error order.
+    Shared by `UnrolledRK` (which steps the held tableau itself) and the projecting
+    wrapper `mbdjax._solve.ProjectedSolver` (which steps with the held solver)."""
+
+    solver: eqx.AbstractVar[diffrax.AbstractSolver]
+
+    @property
+    def term_structure(self):
+        return self.solver.term_structure
+
+    @property
+    def interpolation_cls(self):
+        return self.solver.interpolation_cls
+
+    def order(self, terms):
+        return self.solver.order(terms)
+
+    def error_order(self, terms):
+        return self.solver.error_order(terms)
+
+
+class UnrolledRK(SolverOf, diffrax.AbstractAdaptiveSolver):
     """An explicit diffrax Runge–Kutta solver, stepped with its stages unrolled.
 
     Arguments:
@@ -87,20 +111,6 @@ class UnrolledRK(diffrax.AbstractAdaptiveSolver):
                 "solver with a Butcher tableau (Tsit5, Dopri5, Dopri8, Bosh3, Heun, ...); "
                 "pass it to simulate as it is."
             )
-
-    @property
-    def term_structure(self):
-        return self.solver.term_structure
-
-    @property
-    def interpolation_cls(self):
-        return self.solver.interpolation_cls
-
-    def order(self, terms):
-        return self.solver.order(terms)
-
-    def error_order(self, terms):
-        return self.solver.error_order(terms)
 
     def init(self, terms, t0, t1, y0, args):
         # First-same-as-last: the state carries f(t, y) at the start of the next step.

@@ -5,8 +5,10 @@ from __future__ import annotations
 import diffrax
 import equinox as eqx
 
+from ._rk import SolverOf
 
-class ProjectedSolver(diffrax.AbstractWrappedSolver):
+
+class ProjectedSolver(SolverOf, diffrax.AbstractWrappedSolver):
     """Wraps a diffrax solver and maps each step's result back onto the constraints.
 
     The wrapped solver's error estimate (of the unprojected step) drives step-size
@@ -34,25 +36,11 @@ class ProjectedSolver(diffrax.AbstractWrappedSolver):
         return self.solver.root_find_max_steps
 
     @property
-    def term_structure(self):
-        return self.solver.term_structure
-
-    @property
-    def interpolation_cls(self):
-        return self.solver.interpolation_cls
-
-    @property
     def term_compatible_contr_kwargs(self):
         return self.solver.term_compatible_contr_kwargs
 
-    def order(self, terms):
-        return self.solver.order(terms)
-
     def strong_order(self, terms):
         return self.solver.strong_order(terms)
-
-    def error_order(self, terms):
-        return self.solver.error_order(terms)
 
     def init(self, terms, t0, t1, y0, args):
         return self.solver.init(terms, t0, t1, y0, args)
