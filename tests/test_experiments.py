@@ -16,14 +16,21 @@ def _run(args, cwd):
     return proc.stdout
 
 
+# The three issue-2 experiments run by default; the longer smoke runs of the
+# other front ends are marked slow (their models are tested directly elsewhere).
+_SLOW = pytest.mark.slow
+
+
 @pytest.mark.parametrize("script", ["slider_crank.py", "four_bar.py", "double_pendulum.py",
-                                    "spatial_tops.py --quick", "networks.py --quick",
+                                    pytest.param("spatial_tops.py --quick", marks=_SLOW),
+                                    pytest.param("networks.py --quick", marks=_SLOW),
                                     "stick_slip.py --quick"])
 def test_experiment_runs(script):
     out = _run(script.split(), os.path.join(ROOT, "experiments"))
     assert "plot:" in out
 
 
+@pytest.mark.slow
 def test_benchmark_quick_run(tmp_path):
     out = _run([os.path.join("experiments", "bench", "core.py"), "--quick", "--out", str(tmp_path / "r.md")], ROOT)
     assert "pendulum chain" in out and (tmp_path / "r.md").exists()
