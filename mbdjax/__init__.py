@@ -5,7 +5,11 @@ ends (`mbdjax.planar`) compile into it, formulations consume it, and `simulate` 
 pure, jit-compiled, differentiable call.
 """
 
-import jax as _jax
+from . import _xla_cpu as _xla_cpu
+
+_xla_cpu.apply()  # before JAX starts its backend: XLA reads its flags only then
+
+import jax as _jax  # noqa: E402
 
 _jax.config.update("jax_enable_x64", True)
 
@@ -37,6 +41,7 @@ from ._rk import UnrolledRK as UnrolledRK  # noqa: E402
 from ._batch import simulate_batch as simulate_batch  # noqa: E402
 from ._sweep import sweep as sweep, sweep_grid as sweep_grid  # noqa: E402
 from ._sweep_store import SweepResult as SweepResult, load_sweep as load_sweep  # noqa: E402
+from ._xla_cpu import loop_setting as xla_loop_setting  # noqa: E402
 from ._kinematics import kinematic_analysis as kinematic_analysis  # noqa: E402
 from ._checks import CheckReport as CheckReport, check as check  # noqa: E402
 from ._initial import initial_conditions as initial_conditions  # noqa: E402
