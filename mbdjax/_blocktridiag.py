@@ -45,17 +45,13 @@ def _mm(X, Y):
     return jnp.sum(X[..., :, :, None] * Y[..., None, :, :], axis=-2)
 
 
-def small_spd_solve(A, R):
-    """`A⁻¹ R` for a batch of small SPD blocks: `A (..., s, s)`, `R (..., s, r)`.
-
-    Blocks of size 1 and 2 in closed form (`_inverse_times`); larger ones (up to
-    `MAX_BLOCK`) by Cholesky, forward and back substitution unrolled entry by entry,
-    each entry a `(...)`-shaped array, so the whole solve is elementwise work over the
-    batch.
-    """
+def small_cholesky(A):
+    """Cholesky factor of a batch of small SPD blocks `A (..., s, s)`, unrolled entry by
+    entry (each entry a `(...)`-shaped array, so the factorization is elementwise work
+    over the batch, with no LAPACK call): `(L, inv)` with `L[i][j]` (i > j) the
+    below-diagonal entries and `inv[j]` the reciprocal diagonal. Reads the lower
+    triangle; a block that is not positive definite gives NaN."""
     s = A.shape[-1]
-    if s <= 2:
-        return _inverse_times(A, R)
     L = [[None] * s for _ in range(s)]
     inv = [None] * s
     for j in range(s):
@@ -68,6 +64,14 @@ def small_spd_solve(A, R):
             for k in range(j):
                 v = v - L[i][k] * L[j][k]
             L[i][j] = v * inv[j]
+    return L, inv
+
+
+def small_cholesky_solve(factor, R):
+    """`A⁻¹ R` from `small_cholesky(A)`: forward and back substitution, unrolled.
+    `R (..., s, r)`."""
+    L, inv = factor
+    s = len(inv)
     y = []
     for i in range(s):
         v = R[..., i, :]
@@ -81,6 +85,18 @@ def small_spd_solve(A, R):
             v = v - L[k][i][..., None] * x[k]
         x[i] = v * inv[i][..., None]
     return jnp.stack(x, axis=-2)
+
+
+def small_spd_solve(A, R):
+    """`A⁻¹ R` for a batch of small SPD blocks: `A (..., s, s)`, `R (..., s, r)`.
+
+    Blocks of size 1 and 2 in closed form (`_inverse_times`); larger ones (up to
+    `MAX_BLOCK`) by the unrolled Cholesky (`small_cholesky`), so the whole solve is
+    elementwise work over the batch.
+    """
+    if A.shape[-1] <= 2:
+        return _inverse_times(A, R)
+    return small_cholesky_solve(small_cholesky(A), R)
 
 
 def _inverse_times(A, R):

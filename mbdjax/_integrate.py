@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 
 import diffrax
@@ -12,6 +13,7 @@ import jax.numpy as jnp
 from . import _kinematics as kin
 from ._errors import SimulationError
 from ._formulation import resolve_formulation
+from ._linalg import batched_mode, batched_solves
 from ._rk import repr_solver
 from ._stabilization import resolve_stabilization
 from ._switching import switching_of
@@ -202,17 +204,23 @@ def _simulate(model, formulation, stabilization, solver, adjoint, q0, qd0, p, t0
             "projection after each step is not part of them; use stabilization='none' or 'baumgarte' "
             "with it, or the default adjoint (RecursiveCheckpointAdjoint) with the projection."
         )
-    run = formulation.integrate(model, stabilization, (solver, adjoint, controller, dt0, max_steps),
-                                y0, p, t0, t1, ts)
+    # Rows known to be independent (read at the initial state by `prepare`): every solve
+    # of the run, the projection's included, is a plain Cholesky with no least-squares
+    # branch, as in the right-hand side itself (a library call in the branch would also
+    # keep XLA's CPU backend from compiling the step loop into one kernel).
+    independent = getattr(formulation, "redundant", None) is False and batched_mode() is None
+    with batched_solves(False) if independent else contextlib.nullcontext():
+        run = formulation.integrate(model, stabilization, (solver, adjoint, controller, dt0, max_steps),
+                                    y0, p, t0, t1, ts)
 
-    switching = switching_of(model)
+        switching = switching_of(model)
 
-    def outputs(yi, ti, aux):
-        if switching is not None:  # aux: the modes at this output time
-            return formulation.outputs_from_state(model, yi, ti, switching.with_modes(p, aux), stabilization)
-        return formulation.outputs_from_state(model, yi, ti, p, stabilization, aux)
+        def outputs(yi, ti, aux):
+            if switching is not None:  # aux: the modes at this output time
+                return formulation.outputs_from_state(model, yi, ti, switching.with_modes(p, aux), stabilization)
+            return formulation.outputs_from_state(model, yi, ti, p, stabilization, aux)
 
-    q, qd, qdd, lam, u = jax.vmap(outputs)(run.ys, run.ts, run.aux)
+        q, qd, qdd, lam, u = jax.vmap(outputs)(run.ys, run.ts, run.aux)
     if throw:
         ok = run.result == diffrax.RESULTS.successful
         max_steps_hit = run.result == diffrax.RESULTS.max_steps_reached

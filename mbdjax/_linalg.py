@@ -10,9 +10,9 @@ mode. That is what `spd_solve` does.
 Semidefinite `S` (redundant constraint rows) needs a second way to solve. One
 simulation branches to it (`lax.cond`, only the branch taken runs). Under `jax.vmap`
 a branch becomes a select that runs both branches for every member at every step, so
-batched simulations (`simulate_batch`) trace inside `batched_solves(...)`, which
-decides once, from the constraint rank at the initial state: full row rank → plain
-Cholesky, no branch; redundant rows → for m ≤ `UNROLL_MAX`, an unrolled Cholesky in
+batched simulations (`simulate_batch`), and single ones whose formulation has read full
+row rank at the initial state, trace inside `batched_solves(...)`, which decides once,
+from that rank: full row rank → plain Cholesky, no branch; redundant rows → for m ≤ `UNROLL_MAX`, an unrolled Cholesky in
 `jnp` operations that skips zero pivots (branch-free; larger m keep the branch).
 """
 
@@ -24,8 +24,16 @@ import functools
 import jax
 import jax.numpy as jnp
 
+from ._blocktridiag import MAX_BLOCK, small_cholesky, small_cholesky_solve
+
 UNROLL_MAX = 48
 """Largest `m` factored by the unrolled, pivot-skipping Cholesky (its program grows like m²)."""
+
+SMALL_MAX = MAX_BLOCK
+"""Largest `m` whose definite solves use the unrolled Cholesky of `mbdjax._blocktridiag`
+instead of LAPACK: a few dozen scalar operations that XLA fuses, and no library call, so
+XLA's CPU backend can compile a simulation's whole step loop into one kernel
+(`mbdjax._xla_cpu`)."""
 
 PIVOT_RTOL = 1e-14
 """In the unrolled Cholesky, a pivot below `PIVOT_RTOL · max diag(S)` marks a dependent row."""
@@ -35,7 +43,8 @@ _BATCHED = [None]
 
 @contextlib.contextmanager
 def batched_solves(semidefinite: bool):
-    """While tracing inside this context (code that will be vmapped), `fallback=True`
+    """While tracing inside this context (code that will be vmapped, or a simulation
+    whose constraint rows are known to be independent), `fallback=True`
     solves have no branch: with `semidefinite=False` (the caller knows `S` is definite,
     e.g. the constraints have full row rank) a plain Cholesky; with `semidefinite=True`
     and m ≤ `UNROLL_MAX` the pivot-skipping unrolled Cholesky."""
@@ -105,6 +114,8 @@ def _cholesky(S):
 def _factor(S, fallback):
     if fallback and _BATCHED[0] == "semidefinite" and S.shape[-1] <= UNROLL_MAX:
         return ("unrolled", _semidefinite_factor(S))
+    if definite_solve(fallback) and S.shape[-1] <= SMALL_MAX:
+        return ("small", small_cholesky(S))
     if fallback and _BATCHED[0] == "definite":
         return ("definite", _cholesky(S))
     return ("lapack", _cholesky(S))
@@ -116,6 +127,9 @@ def _solve(factor, S, r, fallback):
     kind, F = factor
     if kind == "unrolled":
         return _semidefinite_solve(F, r)
+    if kind == "small":
+        x = small_cholesky_solve(F, r[:, None] if r.ndim == 1 else r)
+        return x[:, 0] if r.ndim == 1 else x
     chol = lambda _: jax.scipy.linalg.cho_solve((F, True), r)  # noqa: E731
     if not fallback or kind == "definite":
         return chol(None)
@@ -127,6 +141,9 @@ def _solve(factor, S, r, fallback):
 @functools.partial(jax.custom_jvp, nondiff_argnums=(2,))
 def spd_solve(S, r, fallback=False):
     """`x = S⁻¹ r` for a symmetric positive definite `S (m, m)`, `r (m,)` or `(m, k)`.
+
+    Cholesky: LAPACK's, or for `m ≤ SMALL_MAX` without a fallback an unrolled one in
+    `jnp` operations (no library call inside a compiled loop).
 
     With `fallback=True` a singular or ill-conditioned `S` (redundant constraint rows;
     Cholesky pivots below 1e-7 of the largest) is solved by SVD least squares, which
