@@ -12,6 +12,8 @@ its columns are dropped.
 
 from __future__ import annotations
 
+import functools
+
 import dataclasses
 
 import jax
@@ -225,19 +227,24 @@ def _force_functions(mech, layout):
         m = jnp.stack([p[b]["mass"] for b in bodies])
         V = -jnp.sum(m * (Q[:nb, :2] @ p["gravity"]))
         for g in egroups:
-            V = V + jnp.sum(jax.vmap(g.potential)(Q[g.idx_i], Q[g.idx_j], g.params(p)))
+            V = V + jnp.sum(jax.vmap(g.potential)(_rows(Q, g.idx_i), _rows(Q, g.idx_j), g.params(p)))
         return V
 
     def dissipation(q, qd, t, p):
         Q, W = layout.pad(q), layout.pad(qd)
         D = jnp.zeros((), dtype=Q.dtype)
         for g in egroups:
-            D = D + jnp.sum(jax.vmap(g.dissipation)(Q[g.idx_i], Q[g.idx_j], W[g.idx_i], W[g.idx_j], g.params(p)))
+            D = D + jnp.sum(jax.vmap(g.dissipation)(_rows(Q, g.idx_i), _rows(Q, g.idx_j), _rows(W, g.idx_i),
+                                                    _rows(W, g.idx_j), g.params(p)))
         return D
 
     def forces(q, qd, t, p):
         Q, W = layout.pad(q), layout.pad(qd)
-        G = jnp.zeros((nb + 1, 3), dtype=Q.dtype)
+        # Each body's generalized force (Fx, Fy, torque) summed from its elements' terms
+        # and stacked: no scatter (`.at[].add`), which XLA's CPU backend cannot compile
+        # into a single-kernel loop (`mbdjax._xla_cpu`). Row nb is the ground's, dropped.
+        terms = [[] for _ in range(nb + 1)]
+        e_z = jnp.array([0.0, 0.0, 1.0], dtype=Q.dtype)
         for e in applied:
             i = layout.index[e.body_i]
             ep = p.get(e.name, {})
@@ -246,19 +253,31 @@ def _force_functions(mech, layout):
                 length, rate, u = fe.spring_state(Q[i], Q[j], W[i], W[j], ep)
                 F = jnp.asarray(e.fn(length, rate, t, p), dtype=float).reshape(())
                 Gi, Gj = fe.tension_forces(Q[i], Q[j], u, F, ep)
-                G = G.at[i].add(Gi).at[j].add(Gj)
+                terms[i].append(Gi)
+                terms[j].append(Gj)
             elif e.kind == "rotational_spring_damper":
                 j = layout.index[e.body_j]
                 tau = jnp.asarray(e.fn(Q[j, 2] - Q[i, 2], W[j, 2] - W[i, 2], t, p), dtype=float).reshape(())
-                G = G.at[i, 2].add(tau).at[j, 2].add(-tau)
+                terms[i].append(tau * e_z)
+                terms[j].append(-tau * e_z)
             elif e.kind == "force":
                 F = jnp.asarray(e.fn(q, qd, t, p), dtype=float).reshape(2)
-                G = G.at[i].add(fe.point_force(Q[i], F, ep["point"]))
+                terms[i].append(fe.point_force(Q[i], F, ep["point"]))
             else:  # torque
-                G = G.at[i, 2].add(jnp.asarray(e.fn(q, qd, t, p), dtype=float).reshape(()))
-        return G[:nb].reshape(-1)
+                terms[i].append(jnp.asarray(e.fn(q, qd, t, p), dtype=float).reshape(()) * e_z)
+        zero = jnp.zeros(3, dtype=Q.dtype)
+        G = jnp.stack([functools.reduce(jnp.add, rows) if rows else zero for rows in terms[:nb]])
+        return G.reshape(-1)
 
     return mass_diagonal, potential, (dissipation if egroups else None), (forces if applied else None)
+
+
+def _rows(X, idx):
+    """`X[idx]` for a static index array, as static row slices stacked: the gradient of
+    a gather is a scatter, which XLA's CPU backend cannot compile into a single-kernel
+    loop (`mbdjax._xla_cpu`); that of a slice is a pad. Used where the right-hand side
+    differentiates (potential and dissipation of the force elements)."""
+    return jnp.stack([X[int(k)] for k in idx])
 
 
 def default_params(mech):
