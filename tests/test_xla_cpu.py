@@ -2,7 +2,7 @@
 
 The flag handling is pure string work, tested directly; whether the setting reaches XLA
 can only be seen in a fresh process (XLA reads its flags once), so those tests start one
-and read the compiled program's text: a loop XLA compiled into a single kernel carries
+and read the optimized program XLA dumps: a loop compiled into a single kernel carries
 the frontend attribute `xla_cpu_small_call`.
 """
 
@@ -28,22 +28,21 @@ with warnings.catch_warnings(record=True) as caught:
 out = {"flags": os.environ.get("XLA_FLAGS"), "setting": mbdjax.xla_loop_setting(),
        "warnings": [str(w.message) for w in caught]}
 if sys.argv[1] == "compile":
-    import jax, jax.numpy as jnp
+    import glob
     from mbdjax.models import pendulum_chain
     ex = pendulum_chain(3)
-    # Concrete initial state (closed over): the formulation reads the constraint rank
-    # from it, so the right-hand side has no LAPACK fallback branch, which XLA's pass skips.
-    f = jax.jit(lambda: mbdjax.simulate(ex.model, ex.q0, ex.qd0, t1=0.1,
-                                        stabilization="none", drift_tol=None, saveat=2).q)
-    out["small_calls"] = f.lower().compile().as_text().count("xla_cpu_small_call")
+    mbdjax.simulate(ex.model, ex.q0, ex.qd0, t1=0.1, saveat=2)   # default projection
+    (path,) = glob.glob(os.path.join(sys.argv[2], "*jit__simulate*after_optimizations.txt"))
+    out["small_calls"] = open(path).read().count("xla_cpu_small_call")
 print("RESULT" + json.dumps(out))
 """
 
 
-def _probe(mode, **env):
+def _probe(mode, *args, **env):
     full = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", xc.ENV)}
     full.update(env)
-    res = subprocess.run([sys.executable, "-c", PROBE, mode], capture_output=True, text=True, env=full, timeout=300)
+    res = subprocess.run([sys.executable, "-c", PROBE, mode, *args], capture_output=True, text=True, env=full,
+                         timeout=300)
     assert res.returncode == 0, res.stderr[-2000:]
     line = [ln for ln in res.stdout.splitlines() if ln.startswith("RESULT")][-1]
     return json.loads(line[len("RESULT"):])
@@ -67,14 +66,18 @@ def test_requested_limit_parsing():
             xc._requested_bytes(bad)
 
 
-def test_import_sets_the_limit_and_xla_compiles_the_loops_as_single_kernels():
-    on = _probe("compile")
-    assert on["flags"] == f"--xla_backend_extra_options={OPT}={xc.DEFAULT_LOOP_BYTES}"
+def test_import_sets_the_limit_and_xla_compiles_the_loops_as_single_kernels(tmp_path):
+    dump = f"--xla_dump_to={tmp_path / 'on'} --xla_dump_hlo_as_text"
+    on = _probe("compile", str(tmp_path / "on"), XLA_FLAGS=dump)
+    # Other user flags stay; the option is added beside them.
+    assert on["flags"] == f"{dump} --xla_backend_extra_options={OPT}={xc.DEFAULT_LOOP_BYTES}"
     assert on["setting"] == {"loop_bytes": xc.DEFAULT_LOOP_BYTES, "source": "mbdjax"}
-    off = _probe("compile", **{xc.ENV: "off"})
-    assert off["flags"] is None and off["setting"]["source"] == f"{xc.ENV}=off"
-    # With the limit raised the step loop (the stage and save loops inside it) becomes
-    # one kernel; XLA's own 1 kB limit admits none of them for this chain.
+    dump_off = f"--xla_dump_to={tmp_path / 'off'} --xla_dump_hlo_as_text"
+    off = _probe("compile", str(tmp_path / "off"), XLA_FLAGS=dump_off, **{xc.ENV: "off"})
+    assert off["flags"] == dump_off and off["setting"]["source"] == f"{xc.ENV}=off"
+    # With the limit raised the step loop (the stage, projection and save loops inside
+    # it) becomes one kernel: the chain's solves are block cyclic reduction in jnp, no
+    # library call. XLA's own 1 kB limit admits none of them.
     assert on["small_calls"] >= 1 and off["small_calls"] < on["small_calls"]
 
 

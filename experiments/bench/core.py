@@ -344,7 +344,14 @@ def machine_line():
     return (f"{platform.processor() or platform.machine()}, {cores} cores, {platform.system()}; "
             f"Python {platform.python_version()}, NumPy {np.__version__}, "
             f"SciPy {__import__('scipy').__version__}, JAX {jax.__version__} "
-            f"({jax.default_backend()}), diffrax {__import__('diffrax').__version__}")
+            f"({jax.default_backend()}), diffrax {__import__('diffrax').__version__}; "
+            f"XLA CPU small-loop limit: {xla_loop_line()}")
+
+
+def xla_loop_line():
+    """What mbdjax set for XLA's CPU small-loop limit (``mbdjax.xla_loop_setting()``)."""
+    s = mbdjax.xla_loop_setting()
+    return f"{s['loop_bytes']} bytes (by mbdjax)" if s["loop_bytes"] is not None else s["source"]
 
 
 def cpu_model():
