@@ -12,8 +12,9 @@ simulation branches to it (`lax.cond`, only the branch taken runs). Under `jax.v
 a branch becomes a select that runs both branches for every member at every step, so
 batched simulations (`simulate_batch`), and single ones whose formulation has read full
 row rank at the initial state, trace inside `batched_solves(...)`, which decides once,
-from that rank: full row rank → plain Cholesky, no branch; redundant rows → for m ≤ `UNROLL_MAX`, an unrolled Cholesky in
-`jnp` operations that skips zero pivots (branch-free; larger m keep the branch).
+from that rank: full row rank → plain Cholesky, no branch; redundant rows → for
+m ≤ `UNROLL_MAX`, an unrolled Cholesky in `jnp` operations that skips zero pivots
+(branch-free; larger m keep the branch).
 """
 
 from __future__ import annotations

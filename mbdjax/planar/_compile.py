@@ -12,9 +12,8 @@ its columns are dropped.
 
 from __future__ import annotations
 
-import functools
-
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
