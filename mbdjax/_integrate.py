@@ -208,7 +208,7 @@ def _simulate(model, formulation, stabilization, solver, adjoint, q0, qd0, p, t0
     # of the run, the projection's included, is a plain Cholesky with no least-squares
     # branch, as in the right-hand side itself (a library call in the branch would also
     # keep XLA's CPU backend from compiling the step loop into one kernel).
-    independent = getattr(formulation, "redundant", None) is False and batched_mode() is None
+    independent = formulation.rows_known_independent() and batched_mode() is None
     with batched_solves(False) if independent else contextlib.nullcontext():
         run = formulation.integrate(model, stabilization, (solver, adjoint, controller, dt0, max_steps),
                                     y0, p, t0, t1, ts)

@@ -94,6 +94,9 @@ class Augmented(AbstractFormulation):
             positive = jnp.all(dyn.mass_diagonal(model, model.params) > 0)
         return Augmented(schur=bool(positive) if is_concrete(positive) else True, redundant=self.redundant)
 
+    def rows_known_independent(self):
+        return self.redundant is False
+
     def check_params(self, model, p, x):
         if self.schur is not True:
             return x

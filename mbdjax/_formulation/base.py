@@ -89,6 +89,13 @@ class AbstractFormulation(eqx.Module):
         n = model.n
         return jnp.concatenate(stabilization.project(model, y[:n], y[n:], t, p))
 
+    def rows_known_independent(self):
+        """Whether this (prepared) formulation knows the constraint rows to be
+        independent: `simulate` then traces every solve of the run without the
+        least-squares branch (`mbdjax._linalg.batched_solves(False)`). False unless a
+        formulation reads the rank (`Augmented`)."""
+        return False
+
     def projects(self, stabilization):
         """Whether every step's result passes through `project` (default: when the
         stabilization projects)."""
