@@ -25,6 +25,7 @@ from ._model import Model as Model  # noqa: E402
 from ._formulation import (  # noqa: E402
     AbstractFormulation as AbstractFormulation,
     Augmented as Augmented,
+    AugmentedLagrangian as AugmentedLagrangian,
     MultiplierFree as MultiplierFree,
     NullSpace as NullSpace,
     QuasiVelocity as QuasiVelocity,

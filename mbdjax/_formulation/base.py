@@ -164,12 +164,13 @@ class AbstractFormulation(eqx.Module):
 
 def _registry():
     from .augmented import Augmented
+    from .augmented_lagrangian import AugmentedLagrangian
     from .multiplier_free import MultiplierFree
     from .nullspace import NullSpace
     from .quasi_velocity import QuasiVelocity
 
     return {"augmented": Augmented, "nullspace": NullSpace, "multiplier_free": MultiplierFree,
-            "quasi_velocity": QuasiVelocity}
+            "quasi_velocity": QuasiVelocity, "augmented_lagrangian": AugmentedLagrangian}
 
 
 def resolve_formulation(formulation):
