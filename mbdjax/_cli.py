@@ -67,9 +67,16 @@ def _cmd_run(args):
     print(f"{ex.name}: {ex.description}")
     report = check(ex.model, ex.q0)
     print(report)
-    if not report.ok:
+    # Redundant rows alone (rank lost everywhere near q0, M positive on null(B)) leave
+    # the motion unique: simulate it, and say that the multipliers are not unique.
+    only_redundant = (report.redundant and not report.singular and report.mass_positive_on_nullspace
+                      and not report.coordinate_singular and len(report.problems) == 1)
+    if not report.ok and not only_redundant:
         print("mbdjax run: the existence check failed at the initial state; not simulating.", file=sys.stderr)
         return 1
+    if only_redundant:
+        print(f"redundant constraint rows: {', '.join(report.redundant)}. The motion is unique; the "
+              "multipliers and joint reactions are not, and are reported as the minimum-norm set.")
     start = time.perf_counter()
     traj = simulate(ex.model, ex.q0, ex.qd0, t1=t1, formulation=args.formulation,
                     stabilization=args.stabilization, saveat=args.points, **ex.options)
@@ -165,7 +172,8 @@ def build_parser():
     p_run.add_argument("name", nargs="?", default="slider-crank")
     p_run.add_argument("--t1", type=float, default=None, help="end time in s (default: the example's)")
     p_run.add_argument("--formulation", default="augmented",
-                       choices=["augmented", "nullspace", "multiplier_free", "quasi_velocity"])
+                       choices=["augmented", "nullspace", "multiplier_free", "quasi_velocity",
+                                "augmented_lagrangian"])
     p_run.add_argument("--stabilization", default="projection", choices=("projection", "baumgarte", "none"))
     p_run.add_argument("--points", type=int, default=400, help="number of output points")
     p_run.add_argument("--out", default=None, help="output folder (default mbdjax-runs/NAME)")

@@ -69,3 +69,13 @@ def test_run_with_other_formulations(tmp_path):
     assert summary["work_input"] is None and summary["max_position_residual"] < 1e-10
     assert main(["run", "rolling-disk", "--formulation", "quasi_velocity", "--t1", "0.2", "--points", "11",
                  "--out", str(tmp_path / "qv")]) == 0
+
+
+def test_run_simulates_a_redundant_mechanism(tmp_path, capsys):
+    """Redundant rows alone leave the motion unique: `run` simulates and says the
+    multipliers are the minimum-norm set (`check` still exits 1, above)."""
+    out = tmp_path / "par"
+    assert main(["run", "parallelogram-redundant", "--t1", "0.2", "--points", "11", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "redundant constraint rows: link_coupler.y" in text and "minimum-norm" in text
+    assert (out / "trajectory.npz").exists()
