@@ -44,6 +44,18 @@ def test_n_four_bar_passes_its_flat_configurations(a02, formulation):
     assert np.max(np.abs(energy - energy[0])) < 1e-4
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("formulation", ["augmented_lagrangian", "augmented"])
+def test_n_four_bar_with_forty_loops(formulation):
+    """IFToMM A02 at the benchmark's N = 40 (243 coordinates, 242 rows), 10 s, default
+    settings: crank 0 within 1e-3 rad of the one-angle reference."""
+    ex = n_four_bar(40)
+    ts = np.linspace(0.0, 10.0, 101)
+    traj = mbd.simulate(ex.model, ex.q0, ex.qd0, t1=10.0, saveat=ts, formulation=formulation)
+    theta = np.unwrap(np.asarray(traj.coordinate("crank0.phi")))
+    assert np.max(np.abs(theta - _a02_reference(40, ts))) < 1e-3
+
+
 def test_redundant_parallelogram_through_its_flat_positions():
     """The parallelogram with a third parallel link (12 rows of rank 11 everywhere)
     over 2 s, which includes the flat positions θ = 0 and π where the rank drops
