@@ -25,7 +25,8 @@ def exact():
 
 def test_exact_mode_reproduces_the_stick_intervals(exact):
     """Switch times against `stick_slip_events` (closed form, harmonic slip phases):
-    1e-7 s (events located by Newton on the dense output, rtol 1e-8)."""
+    1e-7 s (events bisected on the dense output to 1e-13 s; measured 1.3e-8 s, the
+    integration's rtol 1e-8)."""
     ex, traj = exact
     got = traj.switch_history()
     want = stick_slip_events(ex.t1)

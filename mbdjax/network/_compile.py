@@ -487,10 +487,37 @@ def _coupled(mech, parts, net_diagonal, n_mech):
 
 
 def _stick_slip(net, parts, frictions, multipliers):
-    """`Switching` of the exact Coulomb friction elements (see `coulomb_friction`)."""
+    """`Switching` of the exact Coulomb friction elements (see `coulomb_friction`).
+
+    Per element, with `v = v_a − v_b`, `F_s = μ_s N`, `d = direction` and `λ` the
+    multiplier of its sticking row `v = 0` (the force the friction exerts against
+    node a while sticking: `m_a v̇_a = … − λ`), a regulated effort source (Fabien
+    ch. 1; THEORY §7):
+
+    - modes: stick (`stuck` = 1, row `v = 0`), slip `d = ±1` (`stuck` = 0, force
+      `μ_k N d` against a, the row holding the idle coordinate `"<name>.stick"`).
+    - conditions, positive while the mode holds: stick `F_s − |λ(t)|` (λ evaluated
+      at the condition's own t, so a forcing `e(t)` that raises the holding force
+      while the state stands still is seen), slip `d v`.
+    - monitor: `stuck λ`, whose integral joins each piece's state so that the steps
+      resolve the holding force while the state is constant.
+    - initial modes (t0): at rest (`|v| ≤ rest_tolerance`) stick if the holding
+      force `λ_h` (the sticking multiplier of the state and the forcing at t0, every
+      element at rest held) has `|λ_h| < F_s`, else slip with `d = sign λ_h`;
+      moving, slip with `d = sign v`.
+    - transitions (at an event, the element whose condition is the smallest having
+      ended the piece): a sticking element whose `|λ|` reached `F_s` slips with `d =
+      sign λ`; a sliding element whose `d v` reached zero (or `≤ rest_tolerance`)
+      sticks if `|λ_h| < F_s`, else slips with `d = sign λ_h`: the reversal `d → −d`
+      goes straight through `v = 0`, without a stick of zero length. Other elements
+      keep their modes. The static test carries a relative margin of 1e-8 (an element
+      sticks only below `F_s (1 − 1e-8)`), so a new stick starts with a positive
+      condition and its event cannot be missed at its first step.
+    """
     from .._switching import Switching
 
     names = tuple(e.name for e in frictions)
+    margin = 1.0 - 1e-8
 
     def conditions(q, qd, lam, t, p):
         mu = multipliers(lam)
@@ -502,26 +529,69 @@ def _stick_slip(net, parts, frictions, multipliers):
             out.append((1.0 - f["stuck"]) * sliding + f["stuck"] * holding)
         return jnp.stack(out)
 
-    def transition(q, qd, lam, lam_in, t, p):
-        p = {k: (dict(v) if isinstance(v, dict) else v) for k, v in p.items()}
+    def monitor(q, qd, lam, t, p):
+        mu = multipliers(lam)
+        return jnp.stack([p[e.name]["stuck"] * mu[e.name] for e in frictions])
+
+    def sign(x):
+        return jnp.where(x >= 0, 1.0, -1.0)
+
+    def holding(p, lam_in, e):
+        """The sticking multiplier the state would have with `e` stuck (the others
+        in their modes of `p`)."""
+        f = p[e.name]
+        return multipliers(lam_in({**p, e.name: {**f, "stuck": jnp.ones_like(f["stuck"])}}))[e.name]
+
+    def copy(p):
+        return {k: (dict(v) if isinstance(v, dict) else v) for k, v in p.items()}
+
+    def rest_rule(f, held):
+        """`(stuck, direction)` at zero relative velocity."""
+        stick = jnp.abs(held) < f["mu_s"] * f["normal"] * margin
+        return jnp.where(stick, 1.0, 0.0), jnp.where(stick, f["direction"], sign(held))
+
+    def initial(q, qd, lam, lam_in, t, p):
+        # every element at rest held at once, every moving one sliding with its
+        # velocity: the holding forces then see the other elements' true forces
+        trial = copy(p)
+        rest = {}
         for e in frictions:
             f = dict(p[e.name])
             v = parts.rel(qd, e)
-            limit = f["mu_s"] * f["normal"]
-            # the force that would hold the nodes together now (sticking row multiplier)
-            held = multipliers(lam_in({**p, e.name: {**f, "stuck": jnp.ones_like(f["stuck"])}}))[e.name]
-            current = multipliers(lam)[e.name]
-            at_rest = jnp.abs(v) <= f["rest_tolerance"]
+            rest[e.name] = jnp.abs(v) <= f["rest_tolerance"]
+            f["stuck"] = jnp.where(rest[e.name], 1.0, 0.0)
+            f["direction"] = sign(v)
+            trial[e.name] = f
+        held = multipliers(lam_in(trial))
+        out = copy(trial)
+        for e in frictions:
+            f = dict(trial[e.name])
+            stuck, direction = rest_rule(f, held[e.name])
+            f["stuck"] = jnp.where(rest[e.name], stuck, 0.0)
+            f["direction"] = jnp.where(rest[e.name], direction, f["direction"])
+            out[e.name] = f
+        return out
+
+    def transition(q, qd, lam, lam_in, t, p):
+        out = copy(p)
+        mu = multipliers(lam)
+        c = conditions(q, qd, lam, t, p)
+        for j, e in enumerate(frictions):
+            f = dict(p[e.name])
             was_stuck = f["stuck"] > 0.5
-            force = jnp.where(was_stuck, current, held)
-            # a sticking element whose force reached the limit (its event) slips
-            stick = at_rest & jnp.where(was_stuck, jnp.abs(force) < limit * (1 - 1e-8), jnp.abs(force) <= limit)
-            direction = jnp.where(at_rest, jnp.where(force >= 0, 1.0, -1.0), jnp.where(v >= 0, 1.0, -1.0))
-            f["stuck"] = jnp.where(stick, 1.0, 0.0)
-            f["direction"] = jnp.where(stick, f["direction"], direction)
-            p[e.name] = f
-        return p
+            fired = c[j] <= jnp.min(c)        # the element whose condition ended the piece
+            # sticking: its event is |λ| reaching F_s
+            breaks = fired | (jnp.abs(mu[e.name]) >= f["mu_s"] * f["normal"] * margin)
+            # sliding: its event is d v reaching zero
+            stopped = fired | (f["direction"] * parts.rel(qd, e) <= f["rest_tolerance"])
+            rest_stuck, rest_direction = rest_rule(f, holding(p, lam_in, e))
+            f["stuck"] = jnp.where(was_stuck, jnp.where(breaks, 0.0, 1.0), jnp.where(stopped, rest_stuck, 0.0))
+            f["direction"] = jnp.where(was_stuck, jnp.where(breaks, sign(mu[e.name]), f["direction"]),
+                                       jnp.where(stopped, rest_direction, f["direction"]))
+            out[e.name] = f
+        return out
 
     bound = max(net._switch_bounds[nm] for nm in names)
     return Switching(names=names, keys=tuple((nm, leaf) for nm in names for leaf in ("stuck", "direction")),
-                     conditions=conditions, transition=transition, max_switches=bound)
+                     conditions=conditions, transition=transition, max_switches=bound, initial=initial,
+                     monitor=monitor)

@@ -164,17 +164,24 @@ class Network(Builder):
         friction as v_s → 0. Smaller v_s is closer but stiffer (use an implicit solver
         below about 1e-3 m/s).
 
-        `mode="exact"`: Coulomb's law with sticking, as discrete modes switched at
-        diffrax events (`Trajectory.switch_history()`). Sliding: the force `μ_k N`
-        against the sliding direction. At `v = 0` the nodes stick if the force that
-        holds them together, the multiplier of the sticking row `"<name>"` (v_a − v_b
-        = 0), is at most `μ_s N`, else they slide the other way; sticking ends when
-        that force reaches `μ_s N`, so it never exceeds it. The row is kept full rank
-        while sliding by a coordinate `"<name>.stick"` of unit mass with no forces,
-        which never moves. Formulation `"augmented"` only. Modes live in the params
-        (`stuck` 0/1, `direction` ±1) and are set from the initial state (at rest
-        within `rest_tolerance`, m/s or rad/s); `max_switches` bounds the events of one
-        run.
+        `mode="exact"`: Coulomb's law with sticking, an effort source regulated by
+        flow (Fabien ch. 1; THEORY §7), as discrete modes switched at diffrax events
+        (`Trajectory.switch_history()`). Sliding in direction `d = ±1`: the force
+        `μ_k N d` against node a. Sticking: the row `"<name>"` (v_a − v_b = 0), whose
+        multiplier `λ` is the holding force (`m_a v̇_a = … − λ`). Sticking ends when
+        `|λ|` reaches `μ_s N` (then slide with `d = sign λ`), so it never exceeds it;
+        `λ` is evaluated at the event's own time, and its time integral joins the
+        step-size control, so a holding force raised by a time-varying source while
+        the state stands still (an `effort_source` `e(t)`) is found between steps.
+        When a slide reaches `v = 0` the nodes stick if the force that would hold them
+        is below `μ_s N`, else they slide straight on the other way (no stick of zero
+        length). Events are bisected on the dense output to about 1e-13 s. The row is
+        kept full rank while sliding by a coordinate `"<name>.stick"` of unit mass
+        with no forces, which never moves. Formulation `"augmented"` only. Modes live
+        in the params (`stuck` 0/1, `direction` ±1) and are set from the state and the
+        forcing at t0: at rest (within `rest_tolerance`, m/s or rad/s) stick if the
+        holding force is below `μ_s N`, else slide in its direction; moving, slide in
+        the direction of `v`. `max_switches` bounds the events of one run.
 
         Params `[name]`: `mu_k`, `mu_s` (default μ_k), `normal`, and `velocity_scale`
         (smooth) or `stuck`, `direction`, `m_stick` (exact).
