@@ -1,6 +1,7 @@
 """Network examples (Fabien ch. 1): a series RLC circuit, a DC motor driving the
 planar slider-crank, a half-wave diode rectifier, a common-emitter transistor stage and
-a mass on a moving belt with stick–slip friction."""
+a mass on a moving belt with stick–slip friction, and a sinusoidally forced mass with
+stick–slip friction."""
 
 from __future__ import annotations
 
@@ -174,3 +175,38 @@ def stick_slip(m=1.0, k=10.0, v_belt=0.2, mu_s=0.6, mu_k=0.4, g=9.81, mode="exac
     qd0 = q0.at[model.index("x.x")].set(v_belt).at[model.index("belt.x")].set(v_belt)
     return Example("stick-slip", "Mass (1 kg) on a belt at 0.2 m/s held by a spring (10 N/m), Coulomb "
                    f"friction μ_s = 0.6, μ_k = 0.4 ({mode}).", model, q0, qd0, 12.0, net)
+
+
+def forced_stick_slip(m=1.0, k=6.0, F0=8.0, omega=2.0, mu_s=0.6, mu_k=0.5, normal=10.0, v0=0.0,
+                      mode="exact") -> Example:
+    """A mass on a spring, pushed by a sinusoidal force, with Coulomb friction to the
+    ground: stick–slip driven by the forcing.
+
+    Node "x" with mass "m" (1 kg), spring "k" (6 N/m) to the wall, effort source "F"
+    (`F0 sin ωt`, F0 = 8 N, ω = 2 rad/s; `params["F"]["F0"]`, `["omega"]`) and dry
+    friction "fr" to the ground (μ_s = 0.6, μ_k = 0.5, N = 10 N, so μ_s N = 6 N and
+    μ_k N = 5 N; `mode="exact"` or `"smooth"`). Starts at x = 0 with velocity `v0`
+    (m/s); t1 = 10 s.
+
+    With `h(t) = F(t) − k x` the force the friction must balance, the motion is `m ẍ
+    = h − μ_k N d` sliding in direction `d`, and `ẋ = 0` while `|h| ≤ μ_s N`
+    (sticking). While stuck the state stands still and only `F(t)` moves `h`: a stick
+    ends when `|h(t)|` reaches μ_s N (slip in the direction of `h`), and a slide that
+    comes to rest with `|h| > μ_s N` turns straight into a slide the other way. From
+    rest the mass sticks until `8 sin 2t = 6` (t = 0.424 s), slides, sticks again
+    (1.39 s), slips back (1.72 s), and so on (THEORY §7; Fabien ch. 1).
+    """
+    net = Network()
+    net.node("x", "translational")
+    net.mass("m", "x", m)
+    net.spring("k", "x", "ground", k=k)
+    net.effort_source("F", "x", "ground", lambda t, p: p["F"]["F0"] * jnp.sin(p["F"]["omega"] * t),
+                      params={"F0": F0, "omega": omega})
+    net.coulomb_friction("fr", "x", "ground", mu_k=mu_k, mu_s=mu_s, normal=normal, mode=mode,
+                         velocity_scale=1e-3)
+    model = net.build()
+    q0 = jnp.zeros(model.n)
+    qd0 = q0.at[model.index("x.x")].set(v0)
+    return Example("forced-stick-slip", f"Mass ({m:g} kg) on a spring ({k:g} N/m) pushed by {F0:g} sin {omega:g}t N, "
+                   f"Coulomb friction μ_s N = {mu_s * normal:g} N, μ_k N = {mu_k * normal:g} N ({mode}), from "
+                   f"v0 = {v0:g} m/s.", model, q0, qd0, 10.0, net)
