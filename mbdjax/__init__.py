@@ -45,6 +45,7 @@ from ._sweep_store import SweepResult as SweepResult, load_sweep as load_sweep  
 from ._xla_cpu import loop_setting as xla_loop_setting  # noqa: E402
 from ._kinematics import kinematic_analysis as kinematic_analysis  # noqa: E402
 from ._checks import CheckReport as CheckReport, check as check  # noqa: E402
+from ._redundancy import RowSelection as RowSelection, select_rows as select_rows  # noqa: E402
 from ._initial import initial_conditions as initial_conditions  # noqa: E402
 from ._sensitivity import Sensitivity as Sensitivity, sensitivity as sensitivity  # noqa: E402
 from ._fit import FitResult as FitResult, fit as fit, fit_loss as fit_loss  # noqa: E402

@@ -14,10 +14,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._checks import rank_deficient_at
 from ._errors import SimulationError
 from ._integrate import simulate
-from ._linalg import batched_solves
+from ._redundancy import select_rows
 from ._tracing import CompiledCache
 from ._trajectory import Trajectory, flatten_params
 
@@ -25,18 +24,18 @@ from ._trajectory import Trajectory, flatten_params
 _COMPILED = CompiledCache(16)
 
 
-def _redundant_at_start(model, q0, q_ax, p, p_axes, t0):
-    """Whether the constraint rows are dependent (rank-deficient `B`) at the first
-    member's initial state: decides, once and outside the compiled call, which
-    semidefinite solve the batch uses (`mbdjax._linalg.batched_solves`). Traced inputs
-    (simulate_batch inside jit or grad) count as dependent: that solve handles both."""
+def _rows_at_start(model, q0, q_ax, p, p_axes, t0):
+    """The independent constraint rows at the first member's initial state
+    (`mbdjax._redundancy.select_rows`): decided once, outside the compiled call, and
+    used by every member. None when the inputs are traced (simulate_batch inside jit
+    or grad): the members then solve with a least-squares fallback."""
     first = lambda x, ax: x if ax is None else x[0]  # noqa: E731
     leaves, treedef = jax.tree_util.tree_flatten(p)
     p1 = jax.tree_util.tree_unflatten(treedef, [first(x, ax) for x, ax in zip(leaves, p_axes)])
-    return rank_deficient_at(model, first(q0, q_ax), t0, p1) is not False
+    return select_rows(model, first(q0, q_ax), t0, p1)
 
 
-def _compiled(model, axes, static, dynamic_keys, semidefinite):
+def _compiled(model, axes, static, dynamic_keys, rows):
     """The jitted, vmapped `simulate` for this model, batch layout and settings; kept
     (16 at most) so repeated batches with new values reuse the compilation. The model
     and the hashable settings are closed over (static); arrays are arguments."""
@@ -47,13 +46,12 @@ def _compiled(model, axes, static, dynamic_keys, semidefinite):
 
         def run(q0, qd0, p, dynamic):
             kwargs = {**dict(static), **dynamic}
-            with batched_solves(semidefinite):      # no per-member branch under vmap
-                return jax.vmap(lambda q, v, pp: simulate(model, q, v, params=pp, **kwargs),
-                                in_axes=(q_ax, v_ax, p_axes))(q0, qd0, p)
+            return jax.vmap(lambda q, v, pp: simulate(model, q, v, params=pp, rows=rows, **kwargs),
+                            in_axes=(q_ax, v_ax, p_axes))(q0, qd0, p)
 
         return jax.jit(run)
 
-    return _COMPILED.get((id(model), axes, static, dynamic_keys, semidefinite), model, build)
+    return _COMPILED.get((id(model), axes, static, dynamic_keys, rows), model, build)
 
 
 def _shard(devices, B, leaves_axes):
@@ -108,13 +106,12 @@ def simulate_batch(model, q0, qd0, params=None, *, devices=None, dtype="float64"
         `throw=False`, `traj.success` is `(B,)`.
 
     Linear algebra: a vmapped branch runs both sides for every member, so the batch
-    picks one solve for the constraint equations before compiling, from the rank of
-    `B` at the first member's initial state. Full row rank: plain Cholesky, no
-    branch (fast); a member that then reaches a configuration where `B` loses rank
-    gets NaN from the solve and fails with a clear error (simulate it alone, where
-    the solve falls back to least squares). Dependent rows (a redundant mechanism): an
-    unrolled Cholesky that skips dependent pivots (m ≤ 48 rows; larger keep the
-    branch).
+    decides which constraint rows to keep before compiling, from the rank of `B` at
+    the first member's initial state (redundant rows dropped, as in `simulate`), and
+    every member solves with plain Cholesky, no branch. A member that then reaches a
+    configuration where the kept rows lose rank (a singular configuration) gets NaN
+    from the solve and fails with a clear error; simulate it with
+    `formulation="augmented_lagrangian"`.
 
     Raises:
         SimulationError: when nothing carries a batch axis, the batch lengths differ,
@@ -200,9 +197,9 @@ def _simulate_batch(model, q0, qd0, params, devices, simulate_kwargs):
             dynamic[key] = jnp.asarray(value, dtype=float)
         else:
             static.append((key, value))
-    semidefinite = _redundant_at_start(model, q0, q_ax, p, axes, simulate_kwargs.get("t0", 0.0))
+    rows = _rows_at_start(model, q0, q_ax, p, axes, simulate_kwargs.get("t0", 0.0))
     fn = _compiled(model, (q_ax, v_ax, (treedef, tuple(axes))), tuple(sorted(static, key=lambda kv: kv[0])),
-                   tuple(sorted(dynamic)), semidefinite)
+                   tuple(sorted(dynamic)), rows)
     devices = list(jax.devices() if devices is None else devices)
     if not devices:
         raise SimulationError("simulate_batch: devices= is empty; give at least one device (jax.devices()).")

@@ -113,25 +113,6 @@ def _rank(s, shape, rtol):
     return int(np.sum(s > tol)), tol
 
 
-def rank_deficient_at(model, q, t, p, rtol=1e-9) -> bool | None:
-    """Whether the stacked constraint Jacobian `B (m, n)` has rank below m at this
-    state (dependent rows: a redundant mechanism or a singular configuration), by SVD
-    with the tolerance of `check`; False for an unconstrained model, None when `q`,
-    `t` or `p` are traced (inside jit, vmap or grad) and the rank cannot be read."""
-    if model.m == 0:
-        return False
-    import jax
-
-    try:
-        B = np.asarray(kin.constraint_jacobian(model, q, float(t), p))
-    except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError):
-        return None
-    if not np.all(np.isfinite(B)):
-        return True
-    rank, _ = _rank(np.linalg.svd(B, compute_uv=False), B.shape, rtol)
-    return rank < model.m
-
-
 def dependent_rows(B, names, rtol=1e-9):
     """Names of the rows of `B` that are linear combinations of earlier rows (greedy)."""
     B = np.asarray(B, dtype=float)

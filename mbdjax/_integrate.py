@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import warnings
 
 import diffrax
@@ -13,8 +12,9 @@ import jax.numpy as jnp
 from . import _kinematics as kin
 from ._errors import SimulationError
 from ._formulation import resolve_formulation
-from ._linalg import batched_mode, batched_solves
+from ._redundancy import expand, restrict, select_rows
 from ._rk import repr_solver
+from ._singular import singular_configuration_error
 from ._stabilization import resolve_stabilization
 from ._switching import switching_of
 from ._tracing import is_concrete
@@ -43,6 +43,9 @@ _MESSAGES = (
     "mbdjax.simulate: the modes switched max_switches times before t1 (stick–slip "
     "friction sticking and slipping); raise the model's switching bound "
     "(coulomb_friction(..., max_switches=)) or shorten the interval.",
+    "mbdjax.simulate: the motion reached a singular configuration (the constraint Jacobian B lost "
+    "rank), where this formulation is not defined; use formulation='augmented_lagrangian', which is "
+    "well posed there (run outside jit for the time, rank and dependent rows).",
 )
 
 
@@ -77,6 +80,7 @@ def simulate(
     adjoint=None,
     drift_tol=1e-6,
     throw=True,
+    rows=None,
 ):
     """Integrate the equations of motion of `model` from `(q0, qd0)` at `t0` to `t1`.
 
@@ -115,6 +119,12 @@ def simulate(
         throw: raise on solver failure, non-finite states or drift (an
             `equinox` runtime error). With `throw=False` inspect `traj.success` (the
             run-time parameter checks are skipped too: a failure shows in the result).
+        rows: which constraint rows to integrate with (a `RowSelection`); default:
+            read from the rank of `B` at the initial state, outside the compiled run
+            (`simulate_batch` passes the one read at its first member). Redundant rows
+            (dependent on the others) are dropped from the equations for every
+            formulation and stabilization; the multipliers reported are the
+            minimum-norm set over all rows (see the README, "Redundant constraints").
 
     Returns:
         A `mbdjax.Trajectory` with `t (T,)`, `q, qd, qdd (T, n)` and `lam (T, m)`.
@@ -171,7 +181,13 @@ def simulate(
                 f"more than max_steps={int(max_steps)}; raise max_steps or the step."
             )
         dt0 = float(fixed_step)
-    formulation = formulation.prepare(model, p, q0, t0)
+    # Redundant rows: decided once, here, and handed to the formulation and to the
+    # stabilization alike (the rows kept are independent: plain Cholesky solves).
+    if rows is None:
+        rows = select_rows(model, q0, t0, p)
+    work = model if rows is None else restrict(model, rows)
+    formulation = formulation.with_rows(rows is not None).prepare(work, p, q0, t0)
+    stabilization = stabilization.with_rows(rows is not None)
     ts = _save_times(saveat, t0, t1)
     settings = (
         ("formulation", type(formulation).__name__),
@@ -181,21 +197,32 @@ def simulate(
         ("atol", float(atol)),
         ("max_steps", int(max_steps)),
     ) + ((("fixed_step", float(fixed_step)),) if fixed_step is not None else ())
-    return _simulate(
-        model, formulation, stabilization, solver, adjoint, q0, qd0, p, t0, t1, ts,
-        rtol, atol, dt0, int(max_steps), drift_tol, bool(throw), settings,
+    if rows is not None and rows.dropped:
+        settings += (("redundant_rows", ", ".join(rows.dropped)),)
+    # A stop at a singular configuration is reported from here, with its time, rank
+    # and dependent rows, when the values can be read (not under an enclosing trace).
+    on_host = bool(throw) and is_concrete(q0, qd0, p, t0, t1)
+    traj, stop = _simulate(
+        model, work, rows, formulation, stabilization, solver, adjoint, q0, qd0, p, t0, t1, ts,
+        rtol, atol, dt0, int(max_steps), drift_tol, bool(throw), settings, on_host,
     )
+    if on_host and stop is not None and bool(stop[0]):
+        t_stop, y_stop = stop[1], stop[2]
+        raise singular_configuration_error(work, type(formulation).__name__, t_stop, y_stop[:model.n], p)
+    return traj
 
 
 @eqx.filter_jit
-def _simulate(model, formulation, stabilization, solver, adjoint, q0, qd0, p, t0, t1, ts,
-              rtol, atol, dt0, max_steps, drift_tol, throw, settings):
+def _simulate(model, work, rows, formulation, stabilization, solver, adjoint, q0, qd0, p, t0, t1, ts,
+              rtol, atol, dt0, max_steps, drift_tol, throw, settings, on_host):
+    # `model` is the user's model (reported, checked for drift); `work` the same model
+    # restricted to the independent rows `rows` (what the formulation integrates).
     if throw:  # with throw=False a bad parameter shows as an unsuccessful result instead
-        q0 = formulation.check_params(model, p, q0)
+        q0 = formulation.check_params(work, p, q0)
 
     # The state is one flat vector (y = [q; q̇] for most formulations): a single leaf
     # halves the solver's per-stage array operations (about 2 µs per step on a CPU).
-    y0 = formulation.initial_state(model, q0, qd0, t0, p)
+    y0 = formulation.initial_state(work, q0, qd0, t0, p)
     fixed = any(k == "fixed_step" for k, _ in settings)
     controller = diffrax.ConstantStepSize() if fixed else diffrax.PIDController(rtol=rtol, atol=atol)
     if isinstance(adjoint, diffrax.BacksolveAdjoint) and formulation.projects(stabilization):
@@ -204,23 +231,19 @@ def _simulate(model, formulation, stabilization, solver, adjoint, q0, qd0, p, t0
             "projection after each step is not part of them; use stabilization='none' or 'baumgarte' "
             "with it, or the default adjoint (RecursiveCheckpointAdjoint) with the projection."
         )
-    # Rows known to be independent (read at the initial state by `prepare`): every solve
-    # of the run, the projection's included, is a plain Cholesky with no least-squares
-    # branch, as in the right-hand side itself (a library call in the branch would also
-    # keep XLA's CPU backend from compiling the step loop into one kernel).
-    independent = formulation.rows_known_independent() and batched_mode() is None
-    with batched_solves(False) if independent else contextlib.nullcontext():
-        run = formulation.integrate(model, stabilization, (solver, adjoint, controller, dt0, max_steps),
-                                    y0, p, t0, t1, ts)
+    run = formulation.integrate(work, stabilization, (solver, adjoint, controller, dt0, max_steps),
+                                y0, p, t0, t1, ts)
+    switching = switching_of(work)
 
-        switching = switching_of(model)
+    def outputs(yi, ti, aux):
+        pi = switching.with_modes(p, aux) if switching is not None else p
+        qi, qdi, qddi, lam, u = formulation.outputs_from_state(
+            work, yi, ti, pi, stabilization, None if switching is not None else aux)
+        if lam is not None and rows is not None and rows.dropped:
+            lam = expand(model, rows, qi, ti, pi, lam)  # minimum-norm over all rows
+        return qi, qdi, qddi, lam, u
 
-        def outputs(yi, ti, aux):
-            if switching is not None:  # aux: the modes at this output time
-                return formulation.outputs_from_state(model, yi, ti, switching.with_modes(p, aux), stabilization)
-            return formulation.outputs_from_state(model, yi, ti, p, stabilization, aux)
-
-        q, qd, qdd, lam, u = jax.vmap(outputs)(run.ys, run.ts, run.aux)
+    q, qd, qdd, lam, u = jax.vmap(outputs)(run.ys, run.ts, run.aux)
     if throw:
         ok = run.result == diffrax.RESULTS.successful
         max_steps_hit = run.result == diffrax.RESULTS.max_steps_reached
@@ -233,11 +256,15 @@ def _simulate(model, formulation, stabilization, solver, adjoint, q0, qd0, p, t0
             drift_bad = jnp.asarray(False)
         chart_bad = jnp.asarray(run.singular)
         switches_bad = jnp.asarray(run.switches["exhausted"]) if run.switches is not None else jnp.asarray(False)
+        rank_lost = jnp.asarray(run.rank_lost)
         bad = (~ok) | (~finite) | drift_bad | chart_bad | switches_bad
-        index = jnp.where(switches_bad, 6, jnp.where(chart_bad, 5, jnp.where(max_steps_hit, 0, jnp.where(
-            partitions_hit, 4, jnp.where(~ok, 1, jnp.where(~finite, 2, 3))))))
+        if on_host:  # raised by `simulate` with the values
+            bad = bad & ~rank_lost
+        index = jnp.where(rank_lost, 7, jnp.where(switches_bad, 6, jnp.where(chart_bad, 5, jnp.where(
+            max_steps_hit, 0, jnp.where(partitions_hit, 4, jnp.where(~ok, 1, jnp.where(~finite, 2, 3)))))))
         q = eqx.branched_error_if(q, bad, index, _MESSAGES)
-    return Trajectory(
+    stop = None if run.final is None else (jnp.asarray(run.rank_lost), run.final[0], run.final[1])
+    traj = Trajectory(
         t=run.ts, q=q, qd=qd, qdd=qdd, lam=lam, u=u, result=run.result,
         num_steps=run.num_steps, params=p, model=model,
         coordinates=model.coordinates, constraint_names=model.constraint_names,
@@ -246,3 +273,4 @@ def _simulate(model, formulation, stabilization, solver, adjoint, q0, qd0, p, t0
         modes=run.aux if switching is not None else None,
         switches=run.switches,
     )
+    return traj, stop

@@ -46,11 +46,11 @@ def test_batch_equals_a_loop_of_simulate(four_bar):
 
 def test_redundant_batch_equals_a_loop_of_simulate():
     """The parallelogram with a redundant link (Φ_q of rank 11 for 12 rows) batched
-    with projection: the batch picks the pivot-skipping Cholesky (no branch), each
-    lone `simulate` the least-squares fallback. The multipliers are not unique, the
-    motion is, so q and q̇ agree; 1e-9 allows for the two solves rounding apart
-    (measured ≤ 1.2e-14). 0.3 s stays before the linkage first lies flat (θ = 0 near
-    0.39 s, a singular configuration on top of the redundancy)."""
+    with projection: the batch drops the redundant row once, read at the first
+    member, as each lone `simulate` does at its own start, so q, q̇ and the
+    (minimum-norm) multipliers agree; 1e-9 allows for rounding. 0.3 s stays before
+    the linkage first lies flat (θ = 0 near 0.39 s, a singular configuration on top
+    of the redundancy)."""
     from mbdjax import _batch
 
     ex = models.get("parallelogram-redundant")
@@ -60,13 +60,14 @@ def test_redundant_batch_equals_a_loop_of_simulate():
     kw = dict(KW, t1=0.3, stabilization="projection")
     axes = [0 if jnp.ndim(x) > jnp.ndim(base) else None
             for x, base in zip(jax.tree_util.tree_leaves(params), jax.tree_util.tree_leaves(model.params))]
-    assert _batch._redundant_at_start(model, ex.q0, None, params, axes, 0.0)
+    assert _batch._rows_at_start(model, ex.q0, None, params, axes, 0.0).dropped == ("link_coupler.y",)
     batch = mbd.simulate_batch(model, ex.q0, ex.qd0, params, **kw)
     for k in range(3):
         p = {**model.params, "link": {**model.params["link"], "mass": masses[k]}}
         one = mbd.simulate(model, ex.q0, ex.qd0, params=p, **kw)
         np.testing.assert_allclose(batch.q[k], one.q, rtol=0, atol=1e-9)
         np.testing.assert_allclose(batch.qd[k], one.qd, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(batch.lam[k], one.lam, rtol=0, atol=1e-8)
         closure = jax.vmap(model.holonomic_constraints)(batch.q[k])
         assert float(jnp.max(jnp.abs(closure))) < 1e-9      # projection keeps Φ = 0
 

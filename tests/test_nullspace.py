@@ -115,12 +115,6 @@ def test_bad_independent_names(pendulum, independent, fragment):
                      formulation=mbd.NullSpace(independent=independent))
 
 
-def test_redundant_constraints_have_no_partition():
-    ex = models.get("parallelogram-redundant")
-    with pytest.raises(mbd.SimulationError, match="no coordinate partition exists"):
-        mbd.simulate(ex.model, ex.q0, ex.qd0, t1=0.1, formulation="nullspace")
-
-
 def test_running_out_of_partitions_is_an_error(pendulum):
     form = mbd.NullSpace(independent=("y",), max_partitions=1)
     with pytest.raises(Exception, match="re-partitioned"):

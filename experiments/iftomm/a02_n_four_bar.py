@@ -6,7 +6,7 @@ of freedom for an instant). Each formulation runs 10 s with the default settings
 (projection, Tsit5, rtol 1e-8, atol 1e-10) under a step budget; the script prints,
 per run, the crank-angle error against the reference, the energy drift, the loop
 closure and the wall time after compilation, and writes the table to
-`experiments/iftomm/results.md` (with `--write`).
+its section of `experiments/iftomm/results.md` (with `--write`).
 
 Reference: not the benchmark library's data file (not reachable here) but an
 independent one: the mechanism moves as one parallelogram, so its crank angle obeys
@@ -20,7 +20,6 @@ Run: python experiments/iftomm/a02_n_four_bar.py [--n 10 40] [--formulations ...
 from __future__ import annotations
 
 import argparse
-import os
 import time
 
 import jax
@@ -28,10 +27,10 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 import mbdjax as mbd
+from _table import fmt, write_section
 from mbdjax.models._iftomm import n_four_bar, n_four_bar_reference
 
 FORMULATIONS = ("augmented", "nullspace", "multiplier_free", "quasi_velocity", "augmented_lagrangian")
-HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def reference(n, ts):
@@ -62,8 +61,7 @@ def main(argv=None):
     parser.add_argument("--formulations", nargs="+", default=list(FORMULATIONS), choices=FORMULATIONS)
     parser.add_argument("--max-steps", type=int, default=20_000)
     parser.add_argument("--t1", type=float, default=10.0)
-    parser.add_argument("--write", action="store_true", help="write experiments/iftomm/results.md")
-    parser.add_argument("--append", action="store_true", help="add the rows to the table of results.md")
+    parser.add_argument("--write", action="store_true", help="replace the A02 section of results.md")
     args = parser.parse_args(argv)
     rows = []
     for n in args.n:
@@ -82,36 +80,21 @@ def main(argv=None):
             row = (n, form, status, steps, err, drift, closure, wall)
             rows.append(row)
             print(f"N = {n:3d}  {form:22s} {status:10.60s} steps {steps!s:>6}  "
-                  f"error {_fmt(err)} rad  energy drift {_fmt(drift)} J  closure {_fmt(closure)} m  "
-                  f"wall {_fmt(wall, '.3f')} s", flush=True)
-    path = os.path.join(HERE, "results.md")
-    if args.append:
-        with open(path, "a") as fh:
-            for row in rows:
-                fh.write(_row(*row))
-        print(f"table: {path}")
-    elif args.write:
-        with open(path, "w") as fh:
-            fh.write("# IFToMM A02, the N four-bar\n\n")
-            fh.write(f"10 s from the benchmark's initial state, default settings (projection, Tsit5, rtol 1e-8, "
-                     f"atol 1e-10), at most {args.max_steps} steps; error: largest |θ − θ_ref| of crank 0 over "
-                     "401 output times against the one-angle reference (scipy DOP853, rtol 1e-12); energy "
-                     "drift: largest |E − E(0)|; closure: largest |Φ|; wall: one run after compilation, "
-                     "2-core machine.\n\n")
-            fh.write("| N | formulation | outcome | steps | error (rad) | energy drift (J) | closure (m) | wall (s) |\n")
-            fh.write("|---|---|---|---|---|---|---|---|\n")
-            for row in rows:
-                fh.write(_row(*row))
-        print(f"table: {path}")
+                  f"error {fmt(err)} rad  energy drift {fmt(drift)} J  closure {fmt(closure)} m  "
+                  f"wall {fmt(wall, '.3f')} s", flush=True)
+    if args.write:
+        body = (f"{args.t1:g} s from the benchmark's initial state, default settings (projection, Tsit5, rtol "
+                f"1e-8, atol 1e-10), at most {args.max_steps} steps; error: largest |θ − θ_ref| of crank 0 over "
+                "401 output times against the one-angle reference (scipy DOP853, rtol 1e-12); energy drift: "
+                "largest |E − E(0)|; closure: largest |Φ|; wall: one run after compilation, 2-core machine.\n\n"
+                "| N | formulation | outcome | steps | error (rad) | energy drift (J) | closure (m) | wall (s) |\n"
+                "|---|---|---|---|---|---|---|---|\n" + "".join(_row(*row) for row in rows))
+        print("table:", write_section("A02, the N four-bar", body))
 
 
 def _row(n, form, status, steps, err, drift, closure, wall):
-    return (f"| {n} | {form} | {status} | {steps if steps is not None else '–'} | {_fmt(err)} | "
-            f"{_fmt(drift)} | {_fmt(closure)} | {_fmt(wall, '.3f')} |\n")
-
-
-def _fmt(x, spec=".1e"):
-    return "–" if x is None else format(x, spec)
+    return (f"| {n} | {form} | {status} | {steps if steps is not None else '–'} | {fmt(err)} | "
+            f"{fmt(drift)} | {fmt(closure)} | {fmt(wall, '.3f')} |\n")
 
 
 if __name__ == "__main__":

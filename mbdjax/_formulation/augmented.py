@@ -26,9 +26,8 @@ import jax.numpy as jnp
 from .. import _dynamics as dyn
 from .. import _first_order as fo_
 from .. import _kinematics as kin
-from .._checks import rank_deficient_at
 from .._first_order import FirstOrder
-from .._linalg import definite_solve, spd_solve
+from .._linalg import spd_solve
 from .._tracing import is_concrete
 from .base import AbstractFormulation
 
@@ -40,12 +39,13 @@ class Augmented(AbstractFormulation):
         schur: `"auto"` (Schur complement when the model has a constant diagonal
             mass matrix with every entry positive), `True` (require it) or `False`
             (always the dense augmented matrix, needed with massless bodies).
-        redundant: whether the constraint rows are dependent (`None`, the default:
-            read from the rank of `B` at the initial state). With dependent rows
-            (a redundant mechanism: the motion is unique, the multipliers are not)
-            the Schur complement is semidefinite and is solved by least squares,
-            giving the minimum-norm multipliers; with full row rank by Cholesky
-            (or block cyclic reduction for a block-tridiagonal `S`, see above).
+        redundant: whether the constraint rows handed to it may be dependent. `None`
+            (the default) is set by `simulate`, which removes redundant rows at the
+            initial state (`mbdjax._redundancy`) and then solves by Cholesky (or
+            block cyclic reduction for a block-tridiagonal `S`, see above). Where the
+            rank could not be read (inputs traced by an enclosing jit or vmap), or
+            with `True`, a singular `S` falls back to least squares (minimum-norm
+            multipliers) behind a branch.
 
     Massless coordinates whose rates the constraints leave free (resistive loops of a
     network: resistors, capacitors, diodes, sources without an inductor) are found by
@@ -69,14 +69,12 @@ class Augmented(AbstractFormulation):
     def equation_count(self, model):
         return model.n + model.m
 
+    def with_rows(self, independent):
+        if self.redundant is not None or independent is None:
+            return self
+        return dataclasses.replace(self, redundant=not independent)
+
     def prepare(self, model, p, q0, t0):
-        if self.redundant is None and model.m > 0:
-            # Read once, outside the compiled loop: with full row rank at the start the
-            # Schur solve is a plain Cholesky; dependent rows (or traced inputs, where
-            # the rank is unknown) keep the least-squares fallback behind a branch.
-            red = rank_deficient_at(model, q0, t0, p)
-            if red is not None:
-                return dataclasses.replace(self, redundant=red).prepare(model, p, q0, t0)
         if self.first_order is None:
             fo = fo_.first_order_structure(model, p, q0, t0)
             if fo is not None:
@@ -93,9 +91,6 @@ class Augmented(AbstractFormulation):
         with jax.ensure_compile_time_eval():
             positive = jnp.all(dyn.mass_diagonal(model, model.params) > 0)
         return Augmented(schur=bool(positive) if is_concrete(positive) else True, redundant=self.redundant)
-
-    def rows_known_independent(self):
-        return self.redundant is False
 
     def check_params(self, model, p, x):
         if self.schur is not True:
@@ -167,7 +162,7 @@ class Augmented(AbstractFormulation):
                 vals = kin.holonomic_jacobian_values(model, q, t, p)
                 rhs = pattern.matvec(vals, Minv * Q) - g
                 fallback = self.redundant is not False
-                if pattern.schur_block_size is not None and definite_solve(fallback):
+                if pattern.schur_block_size is not None and not fallback:
                     # A serial chain: S is block tridiagonal, solved in O(m) work.
                     lam = pattern.block_schur_solve(vals, Minv, rhs)
                 else:

@@ -44,7 +44,7 @@ set with the smallest `‖λ‖`; with independent rows it is the unique one.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import equinox as eqx
 import jax
@@ -196,6 +196,8 @@ class AugmentedLagrangian(AbstractFormulation):
     R. Ledesma, Nonlinear Dynamics 9 (1996); J. Cuadrado, J. Cardenal, P. Morer,
     E. Bayo, Multibody System Dynamics 4 (2000).
     """
+
+    watches_rank: ClassVar[bool] = False  # well posed where B loses rank
 
     penalty: float | None = None
     iterations: int = eqx.field(static=True, default=3)

@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 
 from .._errors import SimulationError
+from .._singular import SingularityGuard
 from .._solve import solve
 
 
@@ -23,7 +24,9 @@ class Integrated(NamedTuple):
     `singular` (True when the run stopped because the coordinates reached a
     singularity of the model's `singularity` margins) and `switches` (for models with
     discrete modes: `{"t": (S,), "modes": (S, k), "exhausted": bool}`, the switch log;
-    `aux` then holds the modes at each output time).
+    `aux` then holds the modes at each output time), `rank_lost` (True when the
+    run stopped at a singular configuration, `mbdjax._singular`) and `final`
+    (`(t, y)` where the run stopped, when it can stop early; else None).
     """
 
     ts: jax.Array
@@ -34,6 +37,8 @@ class Integrated(NamedTuple):
     partitions: Any = None
     singular: Any = False
     switches: Any = None
+    rank_lost: Any = False
+    final: Any = None
 
 
 def singular_state(model, q):
@@ -73,6 +78,10 @@ class AbstractFormulation(eqx.Module):
     #: Stabilizations this formulation cannot use (documented, warned about, ignored).
     ignores: ClassVar[tuple] = ()
     ignores_reason: ClassVar[str] = ""
+    #: Whether the run stops at a singular configuration (`B` losing rank) with a named
+    #: error instead of stepping into it (`mbdjax._singular`); False for formulations
+    #: that are well posed there.
+    watches_rank: ClassVar[bool] = True
 
     def initial_state(self, model, q0, qd0, t0, p):
         """Flat state vector at `t0`."""
@@ -89,12 +98,12 @@ class AbstractFormulation(eqx.Module):
         n = model.n
         return jnp.concatenate(stabilization.project(model, y[:n], y[n:], t, p))
 
-    def rows_known_independent(self):
-        """Whether this (prepared) formulation knows the constraint rows to be
-        independent: `simulate` then traces every solve of the run without the
-        least-squares branch (`mbdjax._linalg.batched_solves(False)`). False unless a
-        formulation reads the rank (`Augmented`)."""
-        return False
+    def with_rows(self, independent):
+        """This formulation told whether the constraint rows of the model it is handed
+        are known to be independent (`simulate` decides once, at the initial state,
+        after removing redundant rows: `mbdjax._redundancy`); None: unknown (traced
+        inputs). Default: the formulation does not use it."""
+        return self
 
     def projects(self, stabilization):
         """Whether every step's result passes through `project` (default: when the
@@ -122,13 +131,21 @@ class AbstractFormulation(eqx.Module):
         def project(t, y, args):
             return self.project(model, t, y, args, stabilization)
 
-        # The coordinates' own singularities (3-1-3 Euler angles at sin θ = 0) are
-        # watched at every step, not only at the output times.
+        # The coordinates' own singularities (3-1-3 Euler angles at sin θ = 0) and, for
+        # formulations not defined there, configurations where B loses rank are watched
+        # at every step, not only at the output times.
         event = singularity_event(model, model.n)
+        watch = self.watches_rank and model.m > 0 and isinstance(settings[2], diffrax.PIDController)
+        if watch:
+            settings = settings[:2] + (SingularityGuard(settings[2], model),) + settings[3:]
         sol = solve(vector_field, project if self.projects(stabilization) else None, settings, t0, t1, y0, p, ts,
-                    event=event)
+                    event=event, save_final=watch)
         singular = (sol.result == diffrax.RESULTS.event_occurred) if event is not None else False
-        return Integrated(sol.ts, sol.ys, sol.result, sol.stats["num_steps"], singular=singular)
+        if not watch:
+            return Integrated(sol.ts, sol.ys, sol.result, sol.stats["num_steps"], singular=singular)
+        (ts_, t_end), (ys, y_end) = sol.ts, sol.ys
+        return Integrated(ts_, ys, sol.result, sol.stats["num_steps"], singular=singular,
+                          rank_lost=sol.result == diffrax.RESULTS.dt_min_reached, final=(t_end[-1], y_end[-1]))
 
     def outputs_from_state(self, model, y, t, p, stabilization, aux=None):
         """`(q, qd, qdd, lam, extra)` at one output time; `extra` is None or the

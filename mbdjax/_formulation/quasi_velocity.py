@@ -228,7 +228,8 @@ class QuasiVelocity(AbstractFormulation):
         if not isinstance(stabilization, Projection):
             return y
         # Only q is projected: q̇ = W u + w₀ stays admissible at the projected q.
-        return jnp.concatenate([project_positions(model, y[:n], t, p, stabilization.iterations), y[n:]])
+        return jnp.concatenate([project_positions(model, y[:n], t, p, stabilization.iterations,
+                                                                 not stabilization.independent), y[n:]])
 
     def outputs_from_state(self, model, y, t, p, stabilization, aux=None):
         n = model.n

@@ -26,6 +26,11 @@ class AbstractStabilization(eqx.Module):
     def project(self, model, q, qd, t, p):
         return q, qd
 
+    def with_rows(self, independent):
+        """This stabilization told whether the constraint rows handed to it are known
+        to be independent (`simulate` decides once: `mbdjax._redundancy`)."""
+        return self
+
 
 class NoStabilization(AbstractStabilization):
     """Integrate the index-1 equations as they are; drift grows with time."""

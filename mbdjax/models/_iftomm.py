@@ -86,3 +86,62 @@ def n_four_bar(n: int = 10, t1: float = 10.0) -> Example:
                    f"IFToMM A02: {n} parallelogram loops of 1 m, 1 kg rods under gravity, B0 at "
                    "1 m/s; every link passes the flat (singular) configuration twice a turn.",
                    model, q0, qd0, float(t1), mech)
+
+
+# The orthogonal Bricard loop on the edges of a unit cube: joints J0 … J5 in order,
+# consecutive edges perpendicular, each revolute axis perpendicular to the two edges
+# it joins, consecutive axes perpendicular (all twists 90°, equal lengths, no offsets).
+_BRICARD_JOINTS = ((0.0, 0.0, 0.0), (1.0, 0.0, 0.0), (1.0, 1.0, 0.0), (1.0, 1.0, 1.0),
+                   (0.0, 1.0, 1.0), (0.0, 0.0, 1.0))
+_BRICARD_AXES = ((0.0, -1.0, 0.0), (0.0, 0.0, 1.0), (1.0, 0.0, 0.0), (0.0, -1.0, 0.0),
+                 (0.0, 0.0, 1.0), (1.0, 0.0, 0.0))
+
+
+def bricard(t1: float = 10.0, revolute_at_j5: bool = True) -> Example:
+    """A Bricard 6R loop (the IFToMM A04 kind): five uniform rods of 1 m and 1 kg with a
+    0.1 m square section, and ground as the sixth link, under gravity 9.81 m/s² in −y,
+    released from rest.
+
+    The joints sit at the corners (0,0,0), (1,0,0), (1,1,0), (1,1,1), (0,1,1), (0,0,1) m
+    of a unit cube; rod k runs from joint k to joint k+1, and ground joins joints 5
+    and 0. Every revolute axis is perpendicular to the two links it joins and to the
+    next axis (Bricard's orthogonal linkage). Grübler's count gives 0 degrees of
+    freedom; the loop moves with one, so one row of the 35 is redundant at every
+    configuration (`mbd.check` names it). The benchmark library's own point
+    coordinates could not be reached here; this is the same kind of mechanism
+    (five rods, six revolutes, rank deficiency 1), not its data.
+
+    Bodies `"bar0"` … `"bar4"` with Euler parameters (35 coordinates); joints `"j0"`
+    (ground–bar0) … `"j5"` (bar4–ground). `revolute_at_j5=False` makes j5 a universal
+    joint (its second axis along bar 4), which removes exactly the redundant row.
+
+    References: R. Bricard (1897); IFToMM benchmark library, problem A04.
+    """
+    from ..spatial import Mechanism as SpatialMechanism
+
+    J, Z = np.array(_BRICARD_JOINTS), np.array(_BRICARD_AXES)
+    m, length, side = 1.0, 1.0, 0.1
+    mech = SpatialMechanism(gravity=(0.0, -GRAVITY, 0.0))
+    q0 = []
+    for k in range(5):
+        d = J[k + 1] - J[k]
+        transverse = m * (length**2 + side**2) / 12.0
+        inertia = transverse * np.eye(3) + (m * side**2 / 6.0 - transverse) * np.outer(d, d)
+        mech.body(f"bar{k}", mass=m, inertia=inertia, orientation="quaternion")
+        q0 += list(0.5 * (J[k] + J[k + 1])) + [1.0, 0.0, 0.0, 0.0]  # body axes = global at t = 0
+
+    def point(k, j):
+        return tuple(J[j] - 0.5 * (J[k] + J[k + 1]))
+
+    mech.revolute("j0", "ground", tuple(J[0]), tuple(Z[0]), "bar0", point(0, 0), tuple(Z[0]))
+    for k in range(1, 5):
+        mech.revolute(f"j{k}", f"bar{k - 1}", point(k - 1, k), tuple(Z[k]), f"bar{k}", point(k, k), tuple(Z[k]))
+    if revolute_at_j5:
+        mech.revolute("j5", "bar4", point(4, 5), tuple(Z[5]), "ground", tuple(J[5]), tuple(Z[5]))
+    else:
+        mech.universal("j5", "bar4", point(4, 5), tuple(J[5] - J[4]), "ground", tuple(J[5]), tuple(Z[5]))
+    q0 = jnp.asarray(np.array(q0))
+    return Example("bricard" if revolute_at_j5 else "bricard-universal",
+                   "Bricard 6R loop: five 1 m, 1 kg rods and ground on the edges of a unit cube, under "
+                   "gravity from rest; overconstrained (Grübler 0, mobility 1, one redundant row).",
+                   mech.build(), q0, jnp.zeros_like(q0), float(t1), mech)

@@ -1,0 +1,123 @@
+"""Singular configurations met during a run: watched at every step, reported by name.
+
+At a singular configuration (THEORY §8) the constraint Jacobian `B` loses rank for
+an instant: a four-bar or the IFToMM N four-bar lying flat, a slider-crank at dead
+centre. The augmented, multiplier-free and quasi-velocity formulations solve with
+`B` (or a basis built from it) and become ill-posed there; with the default
+projection they usually step across, but without it (or at tight tolerances) the
+step size can collapse next to the singular point and the run would grind on to
+`max_steps`. Instead, for these formulations the step-size controller is wrapped
+(`SingularityGuard`): when the step size collapses where `B` is close to losing rank,
+the run stops there, and `simulate` raises `singular_configuration_error`, which
+names the time, the rank and the dependent rows and recommends the augmented
+Lagrangian formulation, which is well posed there (`mbdjax.AugmentedLagrangian`).
+A run that steps across the singular configuration is not disturbed.
+
+The closeness to rank loss is the smallest pivot of the Cholesky factor of `B Bᵀ`
+relative to the largest (`rank_margin`): `det(B Bᵀ)` is the product of the squared
+pivots, so it is small exactly when `B` is close to losing rank. It is evaluated only
+when a step has collapsed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import diffrax
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import _kinematics as kin
+from ._errors import SimulationError
+
+STALL_RTOL = 1e-9
+"""A proposed step shorter than `STALL_RTOL · (t1 − t0)` counts as a collapse."""
+
+MARGIN_TOL = 1e-3
+"""...when `rank_margin` at the step's start is below this: `B` is close to losing rank."""
+
+
+def rank_margin(model, q, t, p):
+    """`min(diag L) / max(diag L)` for `L Lᵀ = B Bᵀ`, `B = B(q, t) (m, n)`: about
+    σ_min/σ_max of `B`, 0 (or NaN) where `B` has lost rank. Uses the sparse Jacobian
+    pattern when the model has one."""
+    pattern = model.jacobian_pattern
+    if pattern is not None and model.holonomic_jacobian_fn is None and model.m_n == 0:
+        vals = kin.holonomic_jacobian_values(model, q, t, p)
+        S = pattern.schur(vals, jnp.ones(model.n, dtype=vals.dtype))
+    else:
+        B = kin.constraint_jacobian(model, q, t, p)
+        S = B @ B.T
+    d = jnp.diagonal(jax.lax.linalg.cholesky(S, symmetrize_input=False))
+    return jnp.min(d) / jnp.max(d)
+
+
+class _GuardState(NamedTuple):
+    inner: Any
+    span: Any
+
+
+class SingularityGuard(diffrax.AbstractAdaptiveStepSizeController):
+    """A step-size controller that ends the solve (result `dt_min_reached`) when the
+    step size of the wrapped controller collapses (below `STALL_RTOL` of the
+    interval) next to a configuration where `B` is close to losing rank
+    (`rank_margin` below `MARGIN_TOL`), instead of grinding on there to `max_steps`.
+    Steps are otherwise those of the wrapped controller; the margin is evaluated
+    only for collapsed steps."""
+
+    controller: diffrax.AbstractAdaptiveStepSizeController
+    model: Any
+
+    @property
+    def rtol(self):
+        return self.controller.rtol
+
+    @property
+    def atol(self):
+        return self.controller.atol
+
+    @property
+    def norm(self):
+        return self.controller.norm
+
+    def wrap(self, direction):
+        return SingularityGuard(self.controller.wrap(direction), self.model)
+
+    def init(self, terms, t0, t1, y0, dt0, args, func, error_order):
+        t_next, inner = self.controller.init(terms, t0, t1, y0, dt0, args, func, error_order)
+        return t_next, _GuardState(inner, jnp.abs(t1 - t0))
+
+    def adapt_step_size(self, t0, t1, y0, y1_candidate, args, y_error, error_order, controller_state):
+        keep, next_t0, next_t1, jump, inner, result = self.controller.adapt_step_size(
+            t0, t1, y0, y1_candidate, args, y_error, error_order, controller_state.inner)
+        collapsed = jnp.abs(next_t1 - next_t0) < STALL_RTOL * controller_state.span
+        n = self.model.n
+        margin = jax.lax.cond(collapsed, lambda: rank_margin(self.model, y0[:n], t0, args),
+                              lambda: jnp.ones((), dtype=y0.dtype))
+        stalled = collapsed & ~(margin >= MARGIN_TOL)
+        result = diffrax.RESULTS.where(stalled, diffrax.RESULTS.dt_min_reached, result)
+        return keep & ~stalled, next_t0, next_t1, jump, _GuardState(inner, controller_state.span), result
+
+
+def singular_configuration_error(model, formulation_name, t, q, p):
+    """The `SimulationError` for a run stopped at a singular configuration `q (n,)`
+    at time `t` (concrete values): the time, the rank of `B` and its dependent rows
+    (`mbdjax.check`'s tolerance), and the formulation to use instead."""
+    from ._checks import _rank, dependent_rows
+
+    B = np.asarray(kin.constraint_jacobian(model, jnp.asarray(q), float(t), p), dtype=float)
+    if np.all(np.isfinite(B)):
+        s = np.linalg.svd(B, compute_uv=False)
+        rank, _ = _rank(s, B.shape, 1e-6)
+        rows = dependent_rows(B, model.row_names, 1e-6)
+        detail = (f"B has numerical rank {rank} of {model.m} rows (σ_min/σ_max = {s[-1] / s[0]:.1e}); "
+                  f"dependent rows: {', '.join(rows) or 'none at this tolerance'}")
+    else:
+        detail = "B is not finite there"
+    return SimulationError(
+        f"simulate: the motion reached a singular configuration at t = {float(t):.9g} s, where the "
+        f"constraint Jacobian loses rank and the {formulation_name} formulation is not defined: {detail}. "
+        "Use formulation='augmented_lagrangian' (mbdjax.AugmentedLagrangian), which is well posed "
+        "where B loses rank, or check the mechanism's geometry (mbdjax.check at that state)."
+    )
