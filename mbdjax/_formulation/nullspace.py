@@ -123,7 +123,9 @@ class NullSpace(AbstractFormulation):
             integrated too (they cannot be recovered from positions).
         growth: re-partition when the partition's condition `σ_max(B) / σ_min(B_u)`
             exceeds this factor times its value at the start of the piece (default 10).
-        max_partitions: most pieces (partitions) in one call (default 8); running out
+        max_partitions: most pieces (partitions) in one call (default 32: the Bricard
+            loop needs 9 in 10 s, its one independent coordinate reaching limit
+            positions); running out
             is a `simulate` error.
         multipliers: also recover `λ` at the output times from `B_uᵀ λ = (Q − M q̈)_u`,
             for reactions and energy balances (default False: `lam` is None).
@@ -135,7 +137,7 @@ class NullSpace(AbstractFormulation):
 
     independent: tuple[str, ...] | None = None
     growth: float = 10.0
-    max_partitions: int = 8
+    max_partitions: int = 32
     multipliers: bool = False
     ignores = ("Baumgarte",)
     ignores_reason = "coordinate partitioning satisfies the constraints exactly, with no drift"
