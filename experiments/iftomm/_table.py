@@ -1,9 +1,10 @@
-"""The shared results file of the IFToMM experiments: one `## ` section per problem,
-each replaced by its own script without touching the others."""
+"""Shared by the IFToMM experiments: the results file (one `## ` section per problem,
+each replaced by its own script without touching the others) and the timed run."""
 
 from __future__ import annotations
 
 import os
+import time
 
 PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results.md")
 TITLE = "# IFToMM benchmark problems\n\n"
@@ -27,3 +28,23 @@ def write_section(heading: str, body: str, path: str = PATH) -> str:
 
 def fmt(x, spec=".1e"):
     return "–" if x is None else format(x, spec)
+
+
+def timed_run(ex, **kw):
+    """`mbdjax.simulate` of example `ex` twice (`throw=False`), the second timed:
+    `(status, steps, trajectory or None, wall s after compilation or None)`."""
+    import mbdjax as mbd  # first: it sets XLA's flags before JAX starts
+    import jax
+
+    try:
+        traj = mbd.simulate(ex.model, ex.q0, ex.qd0, throw=False, **kw)
+        jax.block_until_ready(traj.q)
+        start = time.perf_counter()
+        traj = mbd.simulate(ex.model, ex.q0, ex.qd0, throw=False, **kw)
+        jax.block_until_ready(traj.q)
+        wall = time.perf_counter() - start
+    except mbd.MbdjaxError as err:
+        return (f"refused: {str(err).split(';')[0][:80]}", None, None, None)
+    if not bool(traj.success):
+        return (f"failed: {str(traj.result).split('<')[-1].rstrip('>')[:60]}", int(traj.num_steps), None, wall)
+    return ("ok", int(traj.num_steps), traj, wall)

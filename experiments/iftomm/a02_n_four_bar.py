@@ -20,14 +20,11 @@ Run: python experiments/iftomm/a02_n_four_bar.py [--n 10 40] [--formulations ...
 from __future__ import annotations
 
 import argparse
-import time
 
-import jax
 import numpy as np
 from scipy.integrate import solve_ivp
 
-import mbdjax as mbd
-from _table import fmt, write_section
+from _table import fmt, timed_run, write_section
 from mbdjax.models._iftomm import n_four_bar, n_four_bar_reference
 
 FORMULATIONS = ("augmented", "nullspace", "multiplier_free", "quasi_velocity", "augmented_lagrangian")
@@ -40,19 +37,7 @@ def reference(n, ts):
 
 def run_one(ex, formulation, ts, max_steps):
     """`(status, steps, trajectory or None, wall s after compilation or None)`."""
-    kw = dict(t1=float(ts[-1]), saveat=ts, formulation=formulation, max_steps=max_steps, throw=False)
-    try:
-        traj = mbd.simulate(ex.model, ex.q0, ex.qd0, **kw)
-        jax.block_until_ready(traj.q)
-        start = time.perf_counter()
-        traj = mbd.simulate(ex.model, ex.q0, ex.qd0, **kw)
-        jax.block_until_ready(traj.q)
-        wall = time.perf_counter() - start
-    except mbd.MbdjaxError as err:
-        return (f"refused: {str(err).split(';')[0]}", None, None, None)
-    if not bool(traj.success):
-        return (f"failed: {str(traj.result).split('<')[-1].rstrip('>')[:60]}", int(traj.num_steps), None, wall)
-    return ("ok", int(traj.num_steps), traj, wall)
+    return timed_run(ex, t1=float(ts[-1]), saveat=ts, formulation=formulation, max_steps=max_steps)
 
 
 def main(argv=None):

@@ -20,13 +20,10 @@ Run: python experiments/iftomm/a04_bricard.py [--t1 10] [--formulations ...] [--
 from __future__ import annotations
 
 import argparse
-import time
 
-import jax
 import numpy as np
 
-import mbdjax as mbd
-from _table import fmt, write_section
+from _table import fmt, timed_run, write_section
 from mbdjax.models._iftomm import bricard
 
 FORMULATIONS = ("augmented", "nullspace", "multiplier_free", "quasi_velocity", "augmented_lagrangian")
@@ -34,20 +31,8 @@ FORMULATIONS = ("augmented", "nullspace", "multiplier_free", "quasi_velocity", "
 
 def run_one(ex, formulation, t1, max_steps):
     """`(status, steps, trajectory or None, wall s after compilation or None)`."""
-    kw = dict(t1=t1, saveat=201, formulation=formulation, rtol=1e-10, atol=1e-12, max_steps=max_steps,
-              throw=False)
-    try:
-        traj = mbd.simulate(ex.model, ex.q0, ex.qd0, **kw)
-        jax.block_until_ready(traj.q)
-        start = time.perf_counter()
-        traj = mbd.simulate(ex.model, ex.q0, ex.qd0, **kw)
-        jax.block_until_ready(traj.q)
-        wall = time.perf_counter() - start
-    except mbd.MbdjaxError as err:
-        return (f"refused: {str(err).split(';')[0][:80]}", None, None, None)
-    if not bool(traj.success):
-        return (f"failed: {str(traj.result).split('<')[-1].rstrip('>')[:60]}", int(traj.num_steps), None, wall)
-    return ("ok", int(traj.num_steps), traj, wall)
+    return timed_run(ex, t1=t1, saveat=201, formulation=formulation, rtol=1e-10, atol=1e-12,
+                     max_steps=max_steps)
 
 
 def main(argv=None):
