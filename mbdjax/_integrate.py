@@ -33,9 +33,9 @@ _MESSAGES = (
     "functions and parameters at the initial state (mbdjax.check).",
     "mbdjax.simulate: the holonomic constraint residual exceeded `drift_tol`; use "
     "stabilization='projection' or 'baumgarte', tighten rtol/atol, or raise drift_tol.",
-    "mbdjax.simulate: the null-space formulation re-partitioned its coordinates "
-    "max_partitions times before t1; raise mbdjax.NullSpace(max_partitions=...) or "
-    "its growth= threshold, or use formulation='augmented'.",
+    "mbdjax.simulate: the formulation re-partitioned its coordinates max_partitions "
+    "times before t1; raise max_partitions= (or the growth= threshold) of "
+    "mbdjax.NullSpace / mbdjax.QuasiVelocity, or use formulation='augmented'.",
     "mbdjax.simulate: the motion reached a singularity of the coordinates (a model "
     "singularity margin fell below singularity_tol; for spatial bodies, 3-1-3 Euler "
     "angles at θ = 0 or π), where the angle rates are not defined; build the body with "

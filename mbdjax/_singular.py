@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 import diffrax
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -64,10 +65,12 @@ class SingularityGuard(diffrax.AbstractAdaptiveStepSizeController):
     interval) next to a configuration where `B` is close to losing rank
     (`rank_margin` below `MARGIN_TOL`), instead of grinding on there to `max_steps`.
     Steps are otherwise those of the wrapped controller; the margin is evaluated
-    only for collapsed steps."""
+    only for collapsed steps. `packed`: the solve's `args` are `(p, ...)` (the
+    partitioned formulations' pieces) rather than the parameters `p` alone."""
 
     controller: diffrax.AbstractAdaptiveStepSizeController
     model: Any
+    packed: bool = eqx.field(static=True, default=False)
 
     @property
     def rtol(self):
@@ -82,7 +85,7 @@ class SingularityGuard(diffrax.AbstractAdaptiveStepSizeController):
         return self.controller.norm
 
     def wrap(self, direction):
-        return SingularityGuard(self.controller.wrap(direction), self.model)
+        return SingularityGuard(self.controller.wrap(direction), self.model, self.packed)
 
     def init(self, terms, t0, t1, y0, dt0, args, func, error_order):
         t_next, inner = self.controller.init(terms, t0, t1, y0, dt0, args, func, error_order)
@@ -93,7 +96,8 @@ class SingularityGuard(diffrax.AbstractAdaptiveStepSizeController):
             t0, t1, y0, y1_candidate, args, y_error, error_order, controller_state.inner)
         collapsed = jnp.abs(next_t1 - next_t0) < STALL_RTOL * controller_state.span
         n = self.model.n
-        margin = jax.lax.cond(collapsed, lambda: rank_margin(self.model, y0[:n], t0, args),
+        p = args[0] if self.packed else args
+        margin = jax.lax.cond(collapsed, lambda: rank_margin(self.model, y0[:n], t0, p),
                               lambda: jnp.ones((), dtype=y0.dtype))
         stalled = collapsed & ~(margin >= MARGIN_TOL)
         result = diffrax.RESULTS.where(stalled, diffrax.RESULTS.dt_min_reached, result)

@@ -84,7 +84,8 @@ class Trajectory(eqx.Module):
         modes: `(T, k)` values of the model's discrete modes at each output time
             (stick–slip friction), else None; derived outputs use them.
         switches: the switch log of a model with modes (see `switch_history`).
-        partitions: the null-space formulation's coordinate partitions, else None: a
+        partitions: the coordinate partitions of the null-space formulation and of
+            the quasi-velocity formulation with its partition map, else None: a
             dict with `"t" (K,)` the time each partition took over (inf for unused
             slots) and `"independent" (K, n − m)` the indices of its independent
             coordinates; see `partition_history()`.
@@ -141,9 +142,11 @@ class Trajectory(eqx.Module):
 
     def partition_history(self) -> list[tuple[float, tuple[str, ...]]]:
         """`[(t_start, independent coordinate names), ...]`: the partitions the
-        null-space formulation used, in order (a re-partition starts a new entry)."""
+        null-space (or quasi-velocity) formulation used, in order (a re-partition starts
+        a new entry)."""
         if self.partitions is None:
-            raise MbdjaxError("Trajectory.partition_history: only the null-space formulation partitions.")
+            raise MbdjaxError("Trajectory.partition_history: only the null-space and quasi-velocity "
+                              "formulations (the latter with its partition map) partition.")
         if self.t.ndim > 1:
             raise MbdjaxError("Trajectory.partition_history: index one member of a batched trajectory first.")
         ts = np.asarray(self.partitions["t"])

@@ -37,7 +37,7 @@ def test_get_unknown_name_lists_the_examples():
 
 
 GENERIC_MODELS = ("elliptic-pendulum", "rolling-disk-generic")
-SPATIAL_MODELS = ("top", "rolling-disk", "rolling-hemisphere")
+SPATIAL_MODELS = ("top", "rolling-disk", "rolling-hemisphere", "bricard")
 NETWORK_MODELS = ("rlc", "dc-motor-crank", "diode-rectifier", "common-emitter", "stick-slip")
 
 

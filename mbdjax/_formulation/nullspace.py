@@ -22,20 +22,18 @@ THEORY §5.
 
 from __future__ import annotations
 
-import diffrax
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from .. import _dynamics as dyn
 from .. import _kinematics as kin
-from .._solve import solve
 from .._tracing import is_concrete
 from .._first_order import refuse as refuse_first_order
 from .._switching import refuse as refuse_switching
-from .base import AbstractFormulation, Integrated, singularity_event
-from .partition import (check_names, check_partition, complete_partition, order_dependent, partition_basis,
-                        partition_condition, pivoted_dependent, select_partition)
+from .base import AbstractFormulation
+from .partition import (check_names, check_partition, integrate_partitioned, named_partition, partition_basis,
+                        pivoted_dependent, select_partition)
 
 _NEWTON_MAX = 12
 _NEWTON_TOL = 1e-14
@@ -178,10 +176,7 @@ class NullSpace(AbstractFormulation):
     def _first_partition(self, model, q, t, p):
         if self.independent is None:
             return select_partition(model, q, t, p)
-        ind = set(self.independent)
-        dep = jnp.array([k for k, c in enumerate(model.coordinates) if c not in ind], dtype=int)
-        B = jax.lax.stop_gradient(kin.constraint_jacobian(model, q, t, p))
-        return complete_partition(model, order_dependent(model, B, dep))
+        return named_partition(model, self.independent, q, t, p)
 
     # ------------------------------------------------------------------ dynamics
     def _recover(self, model, y, t, p, perm):
@@ -230,8 +225,7 @@ class NullSpace(AbstractFormulation):
     def integrate(self, model, stabilization, settings, y0, p, t0, t1, ts):
         if model.m == 0:
             return AbstractFormulation.integrate(self, model, stabilization, settings, y0, p, t0, t1, ts)
-        n, m = model.n, model.m
-        growth = float(self.growth)
+        n = model.n
 
         def vector_field(t, y, args):
             return self.vector_field(model, t, y, args, stabilization)
@@ -240,46 +234,9 @@ class NullSpace(AbstractFormulation):
             p_, perm, _ = args
             return jnp.concatenate(self._recover(model, y, t, p_, perm))
 
-        def degraded(t, y, args, **kwargs):
-            p_, perm, kappa0 = args
-            return partition_condition(model, y[:n], t, p_, perm) > growth * kappa0
-
-        # A coordinate singularity (reached or stepped across) also ends a piece; the
-        # run then stops.
-        chart = singularity_event(model, n)
-        event = diffrax.Event([degraded] + (list(chart.cond_fn) if chart is not None else []))
-        crossed = (lambda sol: jnp.any(jnp.stack(sol.event_mask[1:]))) if chart is not None else (
-            lambda sol: jnp.asarray(False))
         perm0 = self._first_partition(model, y0[:n], t0, p)
         y0 = project(t0, y0, (p, perm0, None))
-        T = ts.shape[0]
-
-        def piece(carry, _):
-            t_start, y_start, perm, done, result, steps, ys, perms, singular = carry
-            kappa0 = partition_condition(model, y_start[:n], t_start, p, perm)
-            sol = solve(vector_field, project, settings, t_start, t1, y_start, (p, perm, kappa0),
-                        jnp.clip(ts, t_start, t1), event=event, save_final=True)
-            ys_piece, t_end, y_end = sol.ys[0], sol.ts[1][0], sol.ys[1][0]
-            covered = (~done) & (ts >= t_start) & (ts <= t_end) & jnp.all(jnp.isfinite(ys_piece), axis=1)
-            ys = jnp.where(covered[:, None], ys_piece, ys)
-            perms = jnp.where(covered[:, None], perm[None, :], perms)
-            stopped = sol.result == diffrax.RESULTS.event_occurred
-            hit_singular = stopped & crossed(sol) & ~done
-            switched = stopped & ~hit_singular
-            log = (jnp.where(done, jnp.inf, t_start), perm[m:])
-            y_next = jnp.where(done | ~jnp.all(jnp.isfinite(y_end)), y_start, y_end)
-            t_next = jnp.where(done, t_start, jnp.where(switched, t_end, t1))
-            perm_next = jnp.where(done | ~switched, perm, select_partition(model, y_next[:n], t_next, p))
-            result = diffrax.RESULTS.where(done, result, sol.result)
-            steps = steps + jnp.where(done, 0, sol.stats["num_steps"])
-            done = done | ~switched
-            return (t_next, y_next, perm_next, done, result, steps, ys, perms, singular | hit_singular), log
-
-        ok = diffrax.RESULTS.successful
-        init = (t0, y0, perm0, jnp.asarray(False), diffrax.RESULTS.where(jnp.asarray(True), ok, ok),
-                jnp.asarray(0), jnp.broadcast_to(y0, (T, y0.shape[0])),
-                jnp.broadcast_to(perm0, (T, n)), jnp.asarray(False))
-        carry, (log_t, log_ind) = jax.lax.scan(piece, init, None, length=int(self.max_partitions))
-        _, _, _, _, result, steps, ys, perms, singular = carry
-        return Integrated(ts, ys, result, steps, aux=perms, partitions={"t": log_t, "independent": log_ind},
-                          singular=singular)
+        # The state [q; q̇] means the same in every partition: nothing to carry over.
+        return integrate_partitioned(model, settings, y0, p, t0, t1, ts, perm0, vector_field, project,
+                                     lambda t, y, p_, old, new: y, growth=float(self.growth),
+                                     max_partitions=self.max_partitions)

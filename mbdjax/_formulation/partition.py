@@ -7,6 +7,7 @@ re-partitions inside a run). Both pick columns of `B` as column-pivoted QR does.
 
 from __future__ import annotations
 
+import diffrax
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -14,6 +15,9 @@ import scipy.linalg
 
 from .. import _kinematics as kin
 from .._errors import SimulationError
+from .._singular import SingularityGuard
+from .._solve import solve
+from .base import Integrated, singularity_event
 
 _COND_MAX = 1e10
 
@@ -110,6 +114,15 @@ def order_dependent(model, B, dep):
     return dep[jnp.concatenate([first, others])]
 
 
+def named_partition(model, independent, q, t, p):
+    """`perm (n,)` of the partition whose independent coordinates are the names
+    `independent`, the dependent ones ordered as `select_partition` orders them."""
+    ind = set(independent)
+    dep = jnp.array([k for k, c in enumerate(model.coordinates) if c not in ind], dtype=int)
+    B = jax.lax.stop_gradient(kin.constraint_jacobian(model, q, t, p))
+    return complete_partition(model, order_dependent(model, B, dep))
+
+
 def select_partition(model, q, t, p):
     """`perm (n,)` of a well-conditioned partition at `(q, t)`: `perm[:m_h]` the
     holonomically dependent coordinates (pivoted on `Φ_q`), `perm[m_h:m]` the
@@ -157,3 +170,86 @@ def partition_basis(B, perm, m):
     return jnp.zeros((n, f), dtype=B.dtype).at[dep].set(-C).at[ind].set(jnp.eye(f, dtype=B.dtype))
 
 
+
+
+def integrate_partitioned(model, settings, y0, p, t0, t1, ts, perm0, vector_field, project, remap, *,
+                          growth, max_partitions, watch=False):
+    """Integrate with coordinate partitions re-chosen along the motion: shared by the
+    null-space and quasi-velocity formulations, whose states are tied to a partition.
+
+    A diffrax `Event` ends a piece at the end of the first step where the partition's
+    condition (`partition_condition`) exceeds `growth` times its value at the piece's
+    start; a new partition is chosen there by column pivoting (`select_partition`), the
+    state is carried over to it by `remap`, and the next piece starts, up to
+    `max_partitions` pieces (a `lax.scan` over solves, unused ones of zero length, so
+    the whole call stays reverse-differentiable). A coordinate singularity of the model
+    (`singularity_event`) also ends the run.
+
+    Arguments:
+        settings: `(solver, adjoint, stepsize_controller, dt0, max_steps)`.
+        y0 (state,): the state at `t0`, already consistent with `perm0`.
+        perm0 (n,): the first partition (`perm[:m]` dependent, `perm[m:]` independent).
+        vector_field, project: `(t, y, args) -> y` with `args = (p, perm, κ₀)`;
+            `project` None for no map after each step.
+        remap: `(t, y, p, perm_old, perm_new) -> y`, the state expressed in the new
+            partition (the identity for a state `[q; q̇]`).
+        watch: wrap the step-size controller in `SingularityGuard` (a collapse of the
+            steps where `B` is close to losing rank ends the run, `rank_lost`).
+
+    Returns an `Integrated` with `aux` the partition at each output time and
+    `partitions = {"t": (K,), "independent": (K, n − m)}` (t = inf for unused pieces);
+    `final` is `(t, y)` where the last piece ended.
+    """
+    n, m = model.n, model.m
+    if watch:
+        settings = settings[:2] + (SingularityGuard(settings[2], model, packed=True),) + settings[3:]
+
+    def degraded(t, y, args, **kwargs):
+        p_, perm, kappa0 = args
+        return partition_condition(model, y[:n], t, p_, perm) > growth * kappa0
+
+    # A coordinate singularity (reached or stepped across) also ends a piece; the
+    # run then stops.
+    chart = singularity_event(model, n)
+    event = diffrax.Event([degraded] + (list(chart.cond_fn) if chart is not None else []))
+    crossed = (lambda sol: jnp.any(jnp.stack(sol.event_mask[1:]))) if chart is not None else (
+        lambda sol: jnp.asarray(False))
+    T = ts.shape[0]
+
+    def piece(carry, _):
+        t_start, y_start, perm, done, result, steps, ys, perms, singular, t_last, y_last = carry
+        kappa0 = partition_condition(model, y_start[:n], t_start, p, perm)
+        sol = solve(vector_field, project, settings, t_start, t1, y_start, (p, perm, kappa0),
+                    jnp.clip(ts, t_start, t1), event=event, save_final=True)
+        ys_piece, t_end, y_end = sol.ys[0], sol.ts[1][0], sol.ys[1][0]
+        covered = (~done) & (ts >= t_start) & (ts <= t_end) & jnp.all(jnp.isfinite(ys_piece), axis=1)
+        ys = jnp.where(covered[:, None], ys_piece, ys)
+        perms = jnp.where(covered[:, None], perm[None, :], perms)
+        stopped = sol.result == diffrax.RESULTS.event_occurred
+        hit_singular = stopped & crossed(sol) & ~done
+        switched = stopped & ~hit_singular
+        log = (jnp.where(done, jnp.inf, t_start), perm[m:])
+        finite_end = jnp.all(jnp.isfinite(y_end))
+        t_last = jnp.where(done, t_last, t_end)
+        y_last = jnp.where(done | ~finite_end, y_last, y_end)
+        y_next = jnp.where(done | ~finite_end, y_start, y_end)
+        t_next = jnp.where(done, t_start, jnp.where(switched, t_end, t1))
+        perm_new = select_partition(model, y_next[:n], t_next, p)
+        take = ~done & switched
+        perm_next = jnp.where(take, perm_new, perm)
+        y_next = jnp.where(take, remap(t_next, y_next, p, perm, perm_new), y_next)
+        result = diffrax.RESULTS.where(done, result, sol.result)
+        steps = steps + jnp.where(done, 0, sol.stats["num_steps"])
+        done = done | ~switched
+        return (t_next, y_next, perm_next, done, result, steps, ys, perms, singular | hit_singular,
+                t_last, y_last), log
+
+    ok = diffrax.RESULTS.successful
+    init = (t0, y0, perm0, jnp.asarray(False), diffrax.RESULTS.where(jnp.asarray(True), ok, ok),
+            jnp.asarray(0), jnp.broadcast_to(y0, (T, y0.shape[0])),
+            jnp.broadcast_to(perm0, (T, n)), jnp.asarray(False), jnp.asarray(t0, dtype=ts.dtype), y0)
+    carry, (log_t, log_ind) = jax.lax.scan(piece, init, None, length=int(max_partitions))
+    _, _, _, _, result, steps, ys, perms, singular, t_last, y_last = carry
+    return Integrated(ts, ys, result, steps, aux=perms, partitions={"t": log_t, "independent": log_ind},
+                      singular=singular, rank_lost=result == diffrax.RESULTS.dt_min_reached,
+                      final=(t_last, y_last))

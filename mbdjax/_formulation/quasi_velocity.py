@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -34,7 +35,7 @@ from .base import AbstractFormulation
 from .._checks import _rank
 from .._tracing import is_concrete
 from .multiplier_free import MultiplierFree
-from .partition import check_names
+from .partition import check_names, integrate_partitioned, named_partition, partition_basis
 
 
 class QuasiVelocity(AbstractFormulation):
@@ -52,8 +53,18 @@ class QuasiVelocity(AbstractFormulation):
             `W = [B; Ψ]⁻¹ [0; I]` (Greenwood's `Φ = Ψ⁻¹` on the admissible
             velocities); the stacked matrix must be invertible along the motion.
         independent: with no map, the names of the `n − m` independent coordinates
-            whose velocities are `u` (default: chosen by column-pivoted QR of B at the
-            initial configuration).
+            whose velocities are `u` at the start (default: chosen by column-pivoted
+            QR of B at the initial configuration).
+        growth, max_partitions: with no map, the independent coordinates are re-chosen
+            along the motion as the null-space formulation re-chooses them: when the
+            partition's condition `σ_max(B) / σ_min(B_u)` exceeds `growth` times its
+            value where the partition was chosen (default 10), the solve ends at that
+            step, `u` is re-expressed as the new independent velocities (`q̇` is
+            unchanged), and the solve goes on, in at most `max_partitions` pieces
+            (default 32). A fixed partition cannot follow a mechanism whose
+            independent coordinate reaches a limit position (the Bricard loop): `u`
+            would have to stay finite while the map `W` blows up. The trajectory's
+            `partition_history()` tells which velocities `u` holds when.
 
     A user map is verified before integrating: on random `u` at the initial
     configuration, `W u + w₀` must satisfy every velocity constraint (else a
@@ -66,6 +77,8 @@ class QuasiVelocity(AbstractFormulation):
     offset: Callable | None = eqx.field(static=True, default=None)
     independent: tuple[str, ...] | None = None
     definition: Callable | None = eqx.field(static=True, default=None)
+    growth: float = 10.0
+    max_partitions: int = 32
 
     def __check_init__(self):
         given = [k for k in ("velocity_map", "definition", "independent") if getattr(self, k) is not None]
@@ -73,6 +86,10 @@ class QuasiVelocity(AbstractFormulation):
             raise ValueError(f"QuasiVelocity: give one of velocity_map, definition and independent, not {given}.")
         if self.offset is not None and self.velocity_map is None:
             raise ValueError("QuasiVelocity: `offset` belongs to a `velocity_map`.")
+        if not float(self.growth) > 1.0:
+            raise ValueError(f"QuasiVelocity: growth must be > 1, got {self.growth}.")
+        if int(self.max_partitions) < 1:
+            raise ValueError(f"QuasiVelocity: max_partitions must be >= 1, got {self.max_partitions}.")
     ignores = ("Baumgarte",)
     ignores_reason = "the quasi-velocity equations contain no acceleration constraint"
 
@@ -94,7 +111,7 @@ class QuasiVelocity(AbstractFormulation):
                 check_names(model, self.independent, model.n - model.m, "QuasiVelocity", "independent")
                 part = self._partition(model).prepare(model, p, q0, t0)
             ind = tuple(c for c in model.coordinates if c not in part.dependent)
-            return QuasiVelocity(independent=ind)
+            return QuasiVelocity(independent=ind, growth=self.growth, max_partitions=self.max_partitions)
         if is_concrete(p, q0, t0):
             W, w0 = self.map(model, q0, t0, p)
             if W.ndim != 2 or W.shape[0] != model.n or w0.shape != (model.n,):
@@ -160,8 +177,9 @@ class QuasiVelocity(AbstractFormulation):
                 "some u repeats a constrained or another quasi-velocity: choose independent ones."
             )
 
-    def map(self, model, q, t, p):
-        """`(W, w₀)` at `(q, t)`: shapes `(n, f)` and `(n,)`."""
+    def map(self, model, q, t, p, perm=None):
+        """`(W, w₀)` at `(q, t)`: shapes `(n, f)` and `(n,)`; with no user map, those of
+        the partition `perm (n,)` (`perm[:m]` dependent, default: `independent`'s)."""
         if self.definition is not None:
             Psi, psi0 = self._definition_terms(q, t, p)
             f = Psi.shape[0]
@@ -177,12 +195,14 @@ class QuasiVelocity(AbstractFormulation):
             W = jnp.asarray(self.velocity_map(q, t, p), dtype=float)
             w0 = jnp.zeros((model.n,)) if self.offset is None else jnp.asarray(self.offset(q, t, p), dtype=float)
             return W, w0
-        part = self._partition(model)
         if model.m == 0:
             return jnp.eye(model.n), jnp.zeros((model.n,))
+        if perm is None:
+            dep, ind = self._partition(model)._split(model)
+            perm = np.concatenate([dep, ind])
         B = kin.constraint_jacobian(model, q, t, p)
-        dep, ind = part._split(model)
-        W = part.null_basis(model, B)
+        dep = perm[:model.m]
+        W = partition_basis(B, perm, model.m)
         w0 = jnp.zeros((model.n,)).at[dep].set(jnp.linalg.solve(B[:, dep], kin.velocity_rhs(model, q, t, p)))
         return W, w0
 
@@ -191,18 +211,18 @@ class QuasiVelocity(AbstractFormulation):
         return model.n + f
 
     # ------------------------------------------------------------------ dynamics
-    def _kinematics(self, model, q, u, t, p):
+    def _kinematics(self, model, q, u, t, p, perm=None):
         """`(W, q̇, a₀)`: the map, the rates, and `a₀ = Ẇ u + ẇ₀` (the acceleration at
         `u̇ = 0`), from one evaluation of the map: linearize it, then take the tangent
         along `(q̇, 1)`."""
-        (W, w0), tangent = jax.linearize(lambda x, s: self.map(model, x, s, p), q, t)
+        (W, w0), tangent = jax.linearize(lambda x, s: self.map(model, x, s, p, perm), q, t)
         qd = W @ u + w0
         dW, dw0 = tangent(qd, jnp.ones_like(t))
         return W, qd, dW @ u + dw0
 
-    def _rates(self, model, q, u, t, p):
+    def _rates(self, model, q, u, t, p, perm=None):
         """`(q̇, u̇, q̈)` from the generalized-coordinate form of the equations."""
-        W, qd, acc0 = self._kinematics(model, q, u, t, p)
+        W, qd, acc0 = self._kinematics(model, q, u, t, p, perm)
         M = dyn.mass_matrix(model, q, qd, t, p)
         Q = dyn.forcing(model, q, qd, t, p)
         ud = jnp.linalg.solve(W.T @ M @ W, W.T @ (Q - M @ acc0))
@@ -234,8 +254,38 @@ class QuasiVelocity(AbstractFormulation):
     def outputs_from_state(self, model, y, t, p, stabilization, aux=None):
         n = model.n
         q, u = y[:n], y[n:]
-        qd, _, qdd = self._rates(model, q, u, t, p)
+        qd, _, qdd = self._rates(model, q, u, t, p, aux)
         return q, qd, qdd, None, u
+
+    def _repartitions(self, model):
+        return self.velocity_map is None and self.definition is None and model.m > 0
+
+    def integrate(self, model, stabilization, settings, y0, p, t0, t1, ts):
+        """One solve with a user's map; with the partition map, pieces with the
+        independent coordinates re-chosen along the motion (`integrate_partitioned`)."""
+        if not self._repartitions(model):
+            return AbstractFormulation.integrate(self, model, stabilization, settings, y0, p, t0, t1, ts)
+        n, m = model.n, model.m
+
+        def vector_field(t, y, args):
+            p_, perm, _ = args
+            qd, ud, _ = self._rates(model, y[:n], y[n:], t, p_, perm)
+            return jnp.concatenate([qd, ud])
+
+        def project(t, y, args):
+            return self.project(model, t, y, args[0], stabilization)
+
+        def remap(t, y, p_, old, new):
+            # q̇ = W u + w₀ is the same motion in either partition; the new u is its
+            # independent part (W[ind] = I, w₀[ind] = 0).
+            W, w0 = self.map(model, y[:n], t, p_, old)
+            return jnp.concatenate([y[:n], (W @ y[n:] + w0)[new[m:]]])
+
+        perm0 = named_partition(model, self.independent, y0[:n], t0, p)
+        return integrate_partitioned(model, settings, y0, p, t0, t1, ts, perm0, vector_field,
+                                     project if self.projects(stabilization) else None, remap,
+                                     growth=float(self.growth), max_partitions=self.max_partitions,
+                                     watch=isinstance(settings[2], diffrax.PIDController))
 
     def accelerations(self, model, q, qd, t, p, stabilization):
         self._check_ready()
