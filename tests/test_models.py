@@ -36,7 +36,7 @@ def test_get_unknown_name_lists_the_examples():
         assert name in str(info.value)
 
 
-GENERIC_MODELS = ("elliptic-pendulum", "rolling-disk-generic")
+GENERIC_MODELS = ("elliptic-pendulum", "rolling-disk-generic", "andrews")
 SPATIAL_MODELS = ("top", "rolling-disk", "rolling-hemisphere", "bricard")
 NETWORK_MODELS = ("rlc", "dc-motor-crank", "diode-rectifier", "common-emitter", "stick-slip")
 

@@ -24,6 +24,7 @@ from ._networks import common_emitter as common_emitter, dc_motor_crank as dc_mo
 from ._networks import diode_rectifier as diode_rectifier, stick_slip as stick_slip
 from ._spatial import disk as disk, heavy_top as heavy_top, quasi_velocities as quasi_velocities
 from ._spatial import rolling_hemisphere as rolling_hemisphere
+from ._andrews import andrews as andrews
 from ._iftomm import bricard as bricard, n_four_bar as n_four_bar
 from ._pendulums import double_pendulum as double_pendulum, pendulum_chain as pendulum_chain
 from ._slider_crank import slider_crank as slider_crank, slider_crank_dead_centre as slider_crank_dead_centre
@@ -49,6 +50,7 @@ EXAMPLES = {
     "slider-crank-dead-centre": slider_crank_dead_centre,
     "n-four-bar": n_four_bar,
     "bricard": bricard,
+    "andrews": andrews,
 }
 
 
@@ -72,7 +74,7 @@ def get(name: str) -> Example:
 
 
 __all__ = [
-    "EXAMPLES", "Example", "bricard", "dc_motor_crank", "disk", "double_pendulum", "elliptic_pendulum", "four_bar", "get", "heavy_top",
+    "EXAMPLES", "Example", "andrews", "bricard", "dc_motor_crank", "disk", "double_pendulum", "elliptic_pendulum", "four_bar", "get", "heavy_top",
     "massless_link_four_bar", "n_four_bar", "parallelogram_redundant", "pendulum_chain", "quasi_velocities", "rlc", "diode_rectifier", "common_emitter", "stick_slip", "rolling_disk",
     "rolling_hemisphere", "slider_crank", "slider_crank_dead_centre",
 ]
