@@ -114,9 +114,15 @@ def singular_configuration_error(model, formulation_name, t, q, p):
     if np.all(np.isfinite(B)):
         s = np.linalg.svd(B, compute_uv=False)
         rank, _ = _rank(s, B.shape, 1e-6)
-        rows = dependent_rows(B, model.row_names, 1e-6)
-        detail = (f"B has numerical rank {rank} of {model.m} rows (σ_min/σ_max = {s[-1] / s[0]:.1e}); "
-                  f"dependent rows: {', '.join(rows) or 'none at this tolerance'}")
+        ratio = s[-1] / s[0]
+        if rank < min(B.shape):
+            rows = dependent_rows(B, model.row_names, 1e-6)
+            detail = (f"B has numerical rank {rank} of {model.m} rows (σ_min/σ_max = {ratio:.1e}); "
+                      f"dependent rows: {', '.join(rows)}")
+        else:  # stopped just short of the rank loss: name the rows about to depend on others
+            rows = dependent_rows(B, model.row_names, min(2.0 * ratio, 1e-3))
+            detail = (f"B is about to lose rank (σ_min/σ_max = {ratio:.1e}, full rank {rank} at 1e-6); "
+                      f"rows nearly dependent on the others: {', '.join(rows)}")
     else:
         detail = "B is not finite there"
     return SimulationError(

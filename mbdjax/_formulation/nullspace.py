@@ -22,6 +22,7 @@ THEORY §5.
 
 from __future__ import annotations
 
+import diffrax
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -239,4 +240,5 @@ class NullSpace(AbstractFormulation):
         # The state [q; q̇] means the same in every partition: nothing to carry over.
         return integrate_partitioned(model, settings, y0, p, t0, t1, ts, perm0, vector_field, project,
                                      lambda t, y, p_, old, new: y, growth=float(self.growth),
-                                     max_partitions=self.max_partitions)
+                                     max_partitions=self.max_partitions,
+                                     watch=isinstance(settings[2], diffrax.PIDController))
