@@ -61,7 +61,8 @@ class Greenwood(QuasiVelocity):
         self.poses = body_poses(mechanism)
         self.bodies = tuple(mechanism.bodies)
 
-    def _rates(self, model, q, u, t, p):
+    def _rates(self, model, q, u, t, p, perm=None):
+        # `perm` (a coordinate partition) is never given: the map is the definition's.
         W, qd, acc0 = self._kinematics(model, q, u, t, p)
 
         def body_velocities(x, s, uu):
