@@ -42,7 +42,7 @@ from ._rk import UnrolledRK as UnrolledRK  # noqa: E402
 from ._batch import simulate_batch as simulate_batch  # noqa: E402
 from ._sweep import sweep as sweep, sweep_grid as sweep_grid  # noqa: E402
 from ._sweep_store import SweepResult as SweepResult, load_sweep as load_sweep  # noqa: E402
-from ._xla_cpu import loop_setting as xla_loop_setting  # noqa: E402
+from ._xla_cpu import loop_setting as xla_loop_setting, thread_setting as xla_thread_setting  # noqa: E402
 from ._kinematics import kinematic_analysis as kinematic_analysis  # noqa: E402
 from ._checks import CheckReport as CheckReport, check as check  # noqa: E402
 from ._redundancy import RowSelection as RowSelection, select_rows as select_rows  # noqa: E402

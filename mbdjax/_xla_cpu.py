@@ -1,4 +1,5 @@
-"""XLA's CPU runtime setting for small loops, applied when mbdjax is imported.
+"""XLA's CPU runtime settings applied when mbdjax is imported: small loops compiled as
+single kernels, and the LAPACK thread guard.
 
 XLA's CPU runtime executes a compiled program as a sequence of kernels ("thunks"), one
 per fused operation, at a fixed cost of tens of nanoseconds to a microsecond each. A
@@ -22,15 +23,34 @@ Control, through the environment, read once at import:
 - `MBDJAX_XLA_CPU_LOOP_BYTES=N` sets the limit to `N` bytes instead of the default;
   `MBDJAX_XLA_CPU_LOOP_BYTES=off` leaves `XLA_FLAGS` alone.
 
-XLA reads its flags once, when JAX's backend starts (the first array or compile), so
-the setting only takes effect when mbdjax is imported before any JAX computation has
+**LAPACK thread guard.** jaxlib 0.10.0 to 0.11.1 split a batched LAPACK call (a
+vmapped `solve`, `cholesky`, `svd`, ...; a batch of saved points projected at once, a
+`simulate_batch`) into tasks on XLA's intra-op thread pool and block the calling pool
+thread until they finish. When as many such calls run at once as the pool has threads
+(two independent batched solves on a 2-core machine), every thread waits on tasks no
+thread is left to run, and the program hangs with 0 % CPU. (jaxlib 0.11.2 and later
+no longer parallelize these kernels.) The kernels run serially when the pool has one
+thread, which the CPU client sizes from the `NPROC` environment variable, so with an
+affected jaxlib mbdjax sets `NPROC=1` at import. On the 2-core reference machine this
+costs nothing (`simulate_batch` of 512 pendulum chains: 1.71 → 1.61 s; 64 Bricard
+loops: 2.23 → 2.28 s): a simulation's work is a long chain of small kernels, not
+large parallel ones. Control, read once at import:
+
+- an `NPROC` already in the environment is left as it is (the user's value wins);
+- `MBDJAX_XLA_CPU_THREADS=N` sets `NPROC=N` instead (at your own risk above 1 with an
+  affected jaxlib); `MBDJAX_XLA_CPU_THREADS=off` leaves `NPROC` alone.
+
+`thread_setting()` reports what applies. Both settings are read by XLA once, when
+JAX's backend starts (the first array or compile), so they only take effect when mbdjax is imported before any JAX computation has
 run in the process; otherwise a warning says so. `loop_setting()` reports what applies.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import warnings
+from importlib import metadata
 
 OPTION = "xla_cpu_small_while_loop_byte_threshold"
 DEFAULT_LOOP_BYTES = 10_000_000
@@ -38,6 +58,50 @@ ENV = "MBDJAX_XLA_CPU_LOOP_BYTES"
 _EXTRA = "--xla_backend_extra_options="
 
 _state = {"loop_bytes": None, "source": "not applied"}
+
+THREADS_ENV = "MBDJAX_XLA_CPU_THREADS"
+# jaxlib releases whose batched LAPACK kernels block a pool thread on tasks queued to
+# the same pool (from 0.10.0; 0.11.2 builds them serial again).
+_BLOCKING_LAPACK = ((0, 10, 0), (0, 11, 2))
+_threads = {"threads": None, "source": "not applied"}
+
+
+def _version_tuple(text: str) -> tuple:
+    """`"0.10.2"` → `(0, 10, 2)`; missing parts are 0 and a suffix (`rc1`, `.dev…`) is
+    ignored."""
+    parts = re.match(r"(\d+)(?:\.(\d+))?(?:\.(\d+))?", text.strip())
+    return tuple(int(x or 0) for x in parts.groups()) if parts else (0, 0, 0)
+
+
+def lapack_blocks_pool(version: str | None = None) -> bool:
+    """Whether this jaxlib (or `version`) runs batched LAPACK calls as blocking tasks on
+    XLA's intra-op pool, which can deadlock (see the module docstring)."""
+    if version is None:
+        try:
+            version = metadata.version("jaxlib")
+        except metadata.PackageNotFoundError:
+            return False
+    lo, hi = _BLOCKING_LAPACK
+    return lo <= _version_tuple(version) < hi
+
+
+def _requested_threads(value: str | None, blocking: bool) -> int | None:
+    """The `NPROC` asked for in `MBDJAX_XLA_CPU_THREADS` (None: leave it alone)."""
+    if value is None or value.strip() == "":
+        return 1 if blocking else None
+    if value.strip().lower() in ("off", "none", "no", "false"):
+        return None
+    try:
+        n = int(value.strip())
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ValueError(
+            f"{THREADS_ENV}={value!r}: expected a number of threads for XLA's CPU pool (a positive "
+            "integer; 1 avoids the batched-LAPACK deadlock of jaxlib 0.10.0-0.11.1) or 'off' to "
+            "leave NPROC alone."
+        )
+    return n
 
 
 def _requested_bytes(value: str | None) -> int | None:
@@ -85,7 +149,9 @@ def _backend_started() -> bool:
 
 
 def apply() -> None:
-    """Set the small-loop limit in `XLA_FLAGS` as described in the module docstring."""
+    """Set the small-loop limit in `XLA_FLAGS` and the LAPACK thread guard (`NPROC`) as
+    described in the module docstring."""
+    _apply_threads()
     flags = os.environ.get("XLA_FLAGS", "")
     if OPTION in flags:
         _state.update(loop_bytes=None, source="XLA_FLAGS (set by the user)")
@@ -117,3 +183,40 @@ def loop_setting() -> dict:
     `"MBDJAX_XLA_CPU_LOOP_BYTES=off"` or `"not applied: JAX's backend had started"`).
     """
     return dict(_state)
+
+
+def _apply_threads() -> None:
+    """Set `NPROC` for the LAPACK thread guard (module docstring)."""
+    if "NPROC" in os.environ:
+        _threads.update(threads=None, source=f"NPROC={os.environ['NPROC']} (already set)")
+        return
+    blocking = lapack_blocks_pool()
+    n = _requested_threads(os.environ.get(THREADS_ENV), blocking)
+    if n is None:
+        _threads.update(threads=None, source=(f"{THREADS_ENV}=off" if os.environ.get(THREADS_ENV)
+                                              else "not needed: this jaxlib runs batched LAPACK serially"))
+        return
+    if _backend_started():
+        _threads.update(threads=None, source="not applied: JAX's backend had started")
+        if blocking:
+            warnings.warn(
+                "mbdjax was imported after JAX had started its backend, so it could not limit XLA's "
+                "CPU thread pool; with this jaxlib (0.10.0-0.11.1) two batched linear solves running "
+                "at once can hang the process (simulate_batch, many saved points). Import mbdjax "
+                f"before running any JAX computation, or set NPROC={n} before starting Python "
+                f"({THREADS_ENV}=off silences this).",
+                stacklevel=3,
+            )
+        return
+    os.environ["NPROC"] = str(n)
+    _threads.update(threads=n, source="mbdjax")
+
+
+def thread_setting() -> dict:
+    """What mbdjax did with the size of XLA's CPU thread pool (`NPROC`) at import.
+
+    Returns `{"threads": int | None, "source": str}`: the pool size mbdjax set (None
+    when it set none) and why (`"mbdjax"`, `"NPROC=… (already set)"`,
+    `"MBDJAX_XLA_CPU_THREADS=off"`, `"not needed: …"` or `"not applied: …"`).
+    """
+    return dict(_threads)

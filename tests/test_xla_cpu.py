@@ -89,3 +89,74 @@ def test_user_flags_win_and_a_late_import_warns():
     assert late["flags"] is None
     assert late["setting"]["source"].startswith("not applied")
     assert any("Import mbdjax before" in w for w in late["warnings"])
+
+
+# Two independent batched triangular solves, each large enough (101 x 62 x 62, above
+# jaxlib's 2e5-flop chunk threshold) for jaxlib 0.10.0-0.11.1 to split it into tasks on
+# XLA's intra-op pool: on a pool of two threads both block waiting for tasks no thread
+# is left to run. Measured on the 2-core reference machine without the guard
+# (MBDJAX_XLA_CPU_THREADS=off): 20 calls hung in 3 of 3 runs; with it they finish in
+# about a second.
+DEADLOCK = r"""
+import json, os, sys
+import mbdjax, jax, jax.numpy as jnp
+B, n = 101, 62
+As = [jnp.eye(n) * 3 + 0.1 * jax.random.normal(jax.random.PRNGKey(i), (B, n, n)) for i in range(4)]
+b = jnp.ones((B, n, 1))
+f = jax.jit(lambda As: sum(jax.scipy.linalg.solve_triangular(A, b, lower=True).sum() for A in As))
+for _ in range(20):
+    As = [A * 1.0001 for A in As]
+    total = float(f(As))
+print("RESULT" + json.dumps({"nproc": os.environ.get("NPROC"), "setting": mbdjax.xla_thread_setting(),
+                             "total": total}))
+"""
+
+
+def _run(code, timeout=120, **env):
+    full = {k: v for k, v in os.environ.items() if k not in ("NPROC", xc.THREADS_ENV, "XLA_FLAGS")}
+    full.update(env)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full, timeout=timeout)
+    assert res.returncode == 0, res.stderr[-2000:]
+    line = [ln for ln in res.stdout.splitlines() if ln.startswith("RESULT")][-1]
+    return json.loads(line[len("RESULT"):])
+
+
+def test_thread_guard_version_range_and_parsing():
+    # jaxlib's batched LAPACK kernels block on the pool from 0.10.0 (commit "Add support
+    # for parallelizing lapack invocations on the batch dimension") until 0.11.2.
+    assert [xc.lapack_blocks_pool(v) for v in ("0.9.2", "0.10.0", "0.10.2", "0.11.1", "0.11.2", "1.0")] == [
+        False, True, True, True, False, False]
+    assert xc._requested_threads(None, True) == 1 and xc._requested_threads(None, False) is None
+    assert xc._requested_threads("off", True) is None and xc._requested_threads("4", False) == 4
+    for bad in ("many", "0", "-2"):
+        with pytest.raises(ValueError, match=xc.THREADS_ENV):
+            xc._requested_threads(bad, True)
+
+
+@pytest.mark.skipif(not xc.lapack_blocks_pool(), reason="this jaxlib runs batched LAPACK calls serially")
+def test_thread_guard_keeps_concurrent_batched_solves_from_deadlocking():
+    # Reference: the sum of the four solutions computed in float64 NumPy, independent of
+    # XLA's thread pool; the timeout turns a hang into a failure.
+    out = _run(DEADLOCK, timeout=120)
+    assert out["nproc"] == "1" and out["setting"] == {"threads": 1, "source": "mbdjax"}
+    import numpy as np
+    import scipy.linalg
+    import jax
+
+    B, n = 101, 62
+    want = 0.0
+    for i in range(4):
+        A = (np.eye(n) * 3 + 0.1 * np.asarray(jax.random.normal(jax.random.PRNGKey(i), (B, n, n)))) * 1.0001 ** 20
+        want += sum(scipy.linalg.solve_triangular(A[k], np.ones(n), lower=True).sum() for k in range(B))
+    assert abs(out["total"] - want) <= 1e-10 * abs(want)
+
+
+def test_thread_guard_leaves_a_users_nproc_and_can_be_turned_off():
+    probe = ('import json, os, mbdjax; print("RESULT" + json.dumps({"nproc": os.environ.get("NPROC"), '
+             '"setting": mbdjax.xla_thread_setting()}))')
+    mine = _run(probe, NPROC="3")
+    assert mine["nproc"] == "3" and mine["setting"]["threads"] is None
+    off = _run(probe, **{xc.THREADS_ENV: "off"})
+    assert off["nproc"] is None and off["setting"]["source"] == f"{xc.THREADS_ENV}=off"
+    two = _run(probe, **{xc.THREADS_ENV: "2"})
+    assert two["nproc"] == "2" and two["setting"] == {"threads": 2, "source": "mbdjax"}
