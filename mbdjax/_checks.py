@@ -113,21 +113,37 @@ def _rank(s, shape, rtol):
     return int(np.sum(s > tol)), tol
 
 
-def dependent_rows(B, names, rtol=1e-9):
-    """Names of the rows of `B` that are linear combinations of earlier rows (greedy)."""
+def independent_rows(B, rtol=1e-9) -> list[int]:
+    """Indices of the rows of `B (m, n)` kept greedily, in order: a row is kept when it
+    raises the numerical rank of the rows kept before it (its Gram–Schmidt residual
+    against their orthonormal basis exceeds the rank tolerance of `B`, the one
+    `check` uses), and at most `rank(B)` rows are kept. The one rank procedure of
+    the library: `simulate`'s row selection, `check`'s redundant rows and the
+    singular-configuration error all read it."""
     B = np.asarray(B, dtype=float)
-    kept: list[np.ndarray] = []
-    dependent = []
-    current = 0
-    for k in range(B.shape[0]):
-        trial = np.array(kept + [B[k]])
-        r, _ = _rank(np.linalg.svd(trial, compute_uv=False), trial.shape, rtol)
-        if r > current:
-            kept.append(B[k])
-            current = r
-        else:
-            dependent.append(names[k])
-    return tuple(dependent)
+    m, n = B.shape
+    if m == 0:
+        return []
+    rank, tol = _rank(np.linalg.svd(B, compute_uv=False), B.shape, rtol)
+    basis = np.zeros((0, n))
+    kept: list[int] = []
+    for k in range(m):
+        if len(kept) == rank:
+            break
+        row = B[k] - basis.T @ (basis @ B[k])
+        row = row - basis.T @ (basis @ row)  # re-orthogonalize (classical Gram–Schmidt twice)
+        norm = np.linalg.norm(row)
+        if norm > tol:
+            kept.append(k)
+            basis = np.vstack([basis, row / norm])
+    return kept
+
+
+def dependent_rows(B, names, rtol=1e-9):
+    """Names of the rows of `B` that `independent_rows` does not keep: each a linear
+    combination of rows before it, to the rank tolerance `rtol`."""
+    kept = set(independent_rows(B, rtol))
+    return tuple(names[k] for k in range(np.shape(B)[0]) if k not in kept)
 
 
 def _project(model, q, t, p, iters=20):

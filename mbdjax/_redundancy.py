@@ -34,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _kinematics as kin
-from ._checks import _rank
+from ._checks import independent_rows
 from ._tracing import CompiledCache
 
 RANK_RTOL = 1e-9
@@ -54,27 +54,6 @@ class RowSelection(NamedTuple):
     dropped: tuple[str, ...]
 
 
-def _greedy_independent(B, rtol):
-    """Indices of rows of `B (m, n)` kept greedily: a row is kept when it raises the
-    numerical rank of the rows kept so far (Gram–Schmidt residual against their
-    orthonormal basis, with the rank tolerance of `mbdjax.check`)."""
-    m, n = B.shape
-    if m == 0:
-        return []
-    s = np.linalg.svd(B, compute_uv=False)
-    rank, tol = _rank(s, B.shape, rtol)
-    basis = np.zeros((0, n))
-    kept = []
-    for k in range(m):
-        row = B[k] - basis.T @ (basis @ B[k])
-        row = row - basis.T @ (basis @ row)  # re-orthogonalize (classical Gram–Schmidt twice)
-        norm = np.linalg.norm(row)
-        if norm > tol and len(kept) < rank:
-            kept.append(k)
-            basis = np.vstack([basis, row / norm])
-    return kept
-
-
 def select_rows(model, q, t, p, rtol=RANK_RTOL) -> RowSelection | None:
     """The rows to keep at state `q`, time `t`: all of them when `B` has full row
     rank; None when `q`, `t` or `p` are traced (inside jit or vmap) so the rank cannot
@@ -91,11 +70,11 @@ def select_rows(model, q, t, p, rtol=RANK_RTOL) -> RowSelection | None:
     if B is None or not np.all(np.isfinite(B)):
         return None
     m_h = model.m_h
-    kept_h = _greedy_independent(B[:m_h], rtol)
+    kept_h = independent_rows(B[:m_h], rtol)
     # Nonholonomic rows are kept when independent of the holonomic rows kept and of
     # each other: greedy over the stacked rows with the holonomic ones first.
     stacked = np.vstack([B[kept_h], B[m_h:]])
-    kept_all = _greedy_independent(stacked, rtol)
+    kept_all = independent_rows(stacked, rtol)
     kept_n = [k - len(kept_h) for k in kept_all if k >= len(kept_h)]
     if len(kept_all) < len(kept_h):  # cannot happen: the holonomic rows kept are independent
         return None
