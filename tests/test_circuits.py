@@ -1,6 +1,7 @@
 """Massless (resistive) loops with first-order dynamics, junction diodes and bipolar
 transistors: closed forms, ngspice and finite differences."""
 
+import os
 import shutil
 import subprocess
 
@@ -135,9 +136,13 @@ def test_network_builder_rejects_bad_semiconductors():
 
 
 # ------------------------------------------------------------------ ngspice
+# The only numerical check of the diode and the transistor: skipped, saying so, only
+# outside CI; where CI=true (set by .ci/run) a missing ngspice fails the run.
 NGSPICE = shutil.which("ngspice")
+IN_CI = os.environ.get("CI", "").lower() == "true"
 needs_ngspice = pytest.mark.skipif(
-    NGSPICE is None, reason="ngspice is not installed (Debian: apt-get install ngspice; .ci/run installs it)")
+    NGSPICE is None and not IN_CI,
+    reason="ngspice is not installed (Debian: apt-get install ngspice; .ci/run installs it)")
 
 RECTIFIER = """half-wave rectifier
 V1 in 0 SIN(0 5 50)
@@ -177,6 +182,7 @@ wrdata {out} v(b) v(e) v(c)
 
 def _ngspice(netlist, tmp_path, columns):
     """Run ngspice in batch mode; returns `(t, [v_node, ...])` on its linearized grid."""
+    assert NGSPICE is not None, "CI=true but ngspice is not installed: .ci/run must install it"
     out = tmp_path / "out.txt"
     cir = tmp_path / "circuit.cir"
     cir.write_text(netlist.format(out=out))
@@ -194,13 +200,14 @@ def _simulate_example(ex, ts, params=None):
 @needs_ngspice
 def test_diode_rectifier_matches_ngspice(tmp_path):
     """Output node of the half-wave rectifier over three periods against ngspice
-    (tightened tolerances, 2 µs steps): within 1e-3 of the peak voltage."""
+    (tightened tolerances, 2 µs steps): within 1e-4 of the peak voltage, the README's
+    claim (measured 3.6e-6)."""
     ts, (v_out,) = _ngspice(RECTIFIER, tmp_path, 1)
     ex = models.get("diode-rectifier")
     traj = _simulate_example(ex, ts)
     ours = np.asarray(traj.effort("out"))
-    assert np.max(np.abs(ours - v_out)) < 1e-3 * np.max(np.abs(v_out))
-    assert np.max(v_out) > 4.0                       # the capacitor did charge to about 5 V − 0.7 V
+    assert np.max(np.abs(ours - v_out)) < 1e-4 * np.max(np.abs(v_out))
+    assert 4.0 < np.max(ours) < 4.5                  # the capacitor charged to about 5 V − 0.7 V
     power = traj.power_balance()
     assert float(jnp.max(jnp.abs(power["residual"]))) < 1e-9 * float(jnp.max(jnp.abs(power["R1"])))
 
@@ -209,17 +216,21 @@ def test_diode_rectifier_matches_ngspice(tmp_path):
 def test_common_emitter_matches_ngspice(tmp_path):
     """Base, emitter and collector voltages of the common-emitter stage, from
     saturation at power-on into the amplifying region, against ngspice's Gummel–Poon
-    model with default (Ebers–Moll) parameters: within 1e-3 relative per node."""
+    model with default (Ebers–Moll) parameters: within 1e-4 relative per node (measured
+    1.2e-5 at the emitter, 1.3e-7 at the collector)."""
     ts, nodes = _ngspice(COMMON_EMITTER, tmp_path, 3)
     ex = models.get("common-emitter")
     traj = _simulate_example(ex, ts)
     for name, ref in zip(("b", "e", "c"), nodes):
         ours = np.asarray(traj.effort(name))
-        assert np.max(np.abs(ours - ref)) < 1e-3 * np.max(np.abs(ref)), name
-    # small-signal gain RC / (RE + r_e + RB/(β+1)) = 2000/1135 with the load pole
-    # 1/(2π RC CL) = 800 Hz: 1.76 / |1 + 1.26j| = 1.10 at 1 kHz
-    gain = (np.max(nodes[2][ts > 1e-3]) - np.min(nodes[2][ts > 1e-3])) / 0.2
-    assert 0.95 < gain < 1.25
+        assert np.max(np.abs(ours - ref)) < 1e-4 * np.max(np.abs(ref)), name
+    # mbdjax's gain against the small-signal closed form RC / (RE + r_e + RB/(β+1)) =
+    # 2000/1135 with the load pole 1/(2π RC CL) = 800 Hz: 1.76 / |1 + 1.26j| = 1.10 at
+    # 1 kHz; the small-signal estimate ignores the 0.1 V swing's nonlinearity (measured
+    # 1.126, ngspice 1.126), so within 5 %.
+    collector = np.asarray(traj.effort("c"))
+    gain = (np.max(collector[ts > 1e-3]) - np.min(collector[ts > 1e-3])) / 0.2
+    assert abs(gain - 1.10) < 0.05 * 1.10
     power = traj.power_balance()
     assert float(jnp.max(jnp.abs(power["residual"]))) < 1e-9 * float(jnp.max(jnp.abs(power["RC"])))
 
