@@ -50,6 +50,17 @@ class CheckReport:
             coordinates themselves fail even if the mechanism does not.
         ok: conditions (1) and (2) both hold, and no coordinate singularity.
         problems: sentences naming every failure and its fix.
+
+    Example:
+
+        >>> import jax.numpy as jnp, mbdjax as mbd
+        >>> pend = mbd.Model(("x", "y"), mass_diagonal=lambda p: jnp.ones(2),
+        ...                  potential=lambda q, t, p: 9.81 * q[1],
+        ...                  holonomic=lambda q, t, p: jnp.stack([0.5 * (q @ q - 1.0)]),
+        ...                  constraint_names=("rod",))
+        >>> bad = mbd.check(pend, jnp.zeros(2))
+        >>> bad.ok, bad.rank, bad.dof
+        (False, 0, 2)
     """
 
     n: int
@@ -171,6 +182,22 @@ def check(model, q, t=0.0, params=None, *, qd=None, rtol=1e-9, probes=3, probe_s
         A `CheckReport`; `str(report)` is a readable table.
 
     References: Haug §6.3 (existence theorem); THEORY §3.
+
+    Example:
+
+        >>> import jax.numpy as jnp, mbdjax as mbd
+        >>> pend = mbd.Model(("x", "y"), mass_diagonal=lambda p: jnp.ones(2),
+        ...                  potential=lambda q, t, p: 9.81 * q[1],
+        ...                  holonomic=lambda q, t, p: jnp.stack([0.5 * (q @ q - 1.0)]),
+        ...                  constraint_names=("rod",))
+        >>> report = mbd.check(pend, jnp.array([1.0, 0.0]))
+        >>> report.ok, report.rank, report.dof
+        (True, 1, 1)
+        >>> twice = mbd.Model(("x", "y"), mass_diagonal=lambda p: jnp.ones(2),
+        ...                   holonomic=lambda q, t, p: jnp.stack([q[0] - q[1], 2.0 * (q[0] - q[1])]),
+        ...                   constraint_names=("a", "b"))
+        >>> mbd.check(twice, jnp.zeros(2)).dependent
+        ('b',)
     """
     p = model.resolve_params(params)
     q = np.asarray(q, dtype=float)

@@ -185,6 +185,17 @@ def initial_conditions(
             Newton not converging (with the residual and the worst constraints).
 
     References: Haug §6.3.4 (initial conditions); THEORY §4.
+
+    Example:
+
+        >>> import jax.numpy as jnp, mbdjax as mbd
+        >>> pend = mbd.Model(("x", "y"), mass_diagonal=lambda p: jnp.ones(2),
+        ...                  potential=lambda q, t, p: 9.81 * q[1],
+        ...                  holonomic=lambda q, t, p: jnp.stack([0.5 * (q @ q - 1.0)]),
+        ...                  constraint_names=("rod",))
+        >>> q0, qd0 = mbd.initial_conditions(pend, jnp.array([0.9, -0.5]), fix_q={"x": 0.6}, fix_qd={"x": 0.8})
+        >>> [round(float(v), 6) for v in (*q0, *qd0)]
+        [0.6, -0.8, 0.8, 0.6]
     """
     p = model.resolve_params(params)
     n = model.n

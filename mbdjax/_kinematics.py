@@ -156,6 +156,16 @@ def kinematic_analysis(model, q_guess, t, params=None, *, tol=1e-12, max_iter=50
     Raises:
         InitialConditionError: the system is not fully driven, or Newton fails
             (with the residual and the worst constraint names).
+
+    Example:
+
+        >>> import jax.numpy as jnp, mbdjax as mbd
+        >>> driven = mbd.Model(("x", "y"), mass_diagonal=lambda p: jnp.ones(2),
+        ...                    holonomic=lambda q, t, p: jnp.stack([0.5 * (q @ q - 1.0), q[0] - jnp.sin(t)]),
+        ...                    constraint_names=("rod", "drive"))
+        >>> q, qd, qdd = mbd.kinematic_analysis(driven, jnp.array([0.0, -1.0]), jnp.array([0.0, 0.5]))
+        >>> [round(float(v), 6) for v in (q[1, 0], q[1, 1], qd[1, 0], qd[1, 1])]
+        [0.479426, -0.877583, 0.877583, 0.479426]
     """
     p = model.resolve_params(params)
     if model.m_n or model.m_h != model.n:

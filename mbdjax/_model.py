@@ -87,6 +87,16 @@ class Model(eqx.Module):
     Raises:
         ModelError: listing every problem found (missing or conflicting inertia,
             wrong shapes, non-finite values, duplicate names, non-affine C).
+
+    Example:
+
+        >>> import jax.numpy as jnp, mbdjax as mbd
+        >>> pend = mbd.Model(("x", "y"), mass_diagonal=lambda p: jnp.ones(2),
+        ...                  potential=lambda q, t, p: 9.81 * q[1],
+        ...                  holonomic=lambda q, t, p: jnp.stack([0.5 * (q @ q - 1.0)]),
+        ...                  constraint_names=("rod",))
+        >>> pend.n, pend.m, pend.row_names
+        (2, 1, ('rod',))
     """
 
     coordinates: tuple[str, ...] = eqx.field(static=True)

@@ -47,6 +47,16 @@ class RowSelection(NamedTuple):
     `holonomic (k_h,)` and `nonholonomic (k_n,)`: indices of the kept rows among the
     model's holonomic and nonholonomic rows; `dropped`: names of the others (empty
     when the rows are independent).
+
+    Example:
+
+        >>> import jax.numpy as jnp, mbdjax as mbd
+        >>> twice = mbd.Model(("x", "y"), mass_diagonal=lambda p: jnp.ones(2),
+        ...                   holonomic=lambda q, t, p: jnp.stack([q[0] - q[1], 2.0 * (q[0] - q[1])]),
+        ...                   constraint_names=("a", "b"))
+        >>> rows = mbd.select_rows(twice, jnp.zeros(2), 0.0, twice.params)
+        >>> rows.holonomic, rows.dropped
+        ((0,), ('b',))
     """
 
     holonomic: tuple[int, ...]
@@ -58,7 +68,17 @@ def select_rows(model, q, t, p, rtol=RANK_RTOL) -> RowSelection | None:
     """The rows to keep at state `q`, time `t`: all of them when `B` has full row
     rank; None when `q`, `t` or `p` are traced (inside jit or vmap) so the rank cannot
     be read here. With traced parameters only (under `jax.grad`), the rank is read
-    with the model's own parameter values."""
+    with the model's own parameter values.
+
+    Example:
+
+        >>> import jax.numpy as jnp, mbdjax as mbd
+        >>> twice = mbd.Model(("x", "y"), mass_diagonal=lambda p: jnp.ones(2),
+        ...                   holonomic=lambda q, t, p: jnp.stack([q[0] - q[1], 2.0 * (q[0] - q[1])]),
+        ...                   constraint_names=("a", "b"))
+        >>> mbd.select_rows(twice, jnp.zeros(2), 0.0, twice.params)
+        RowSelection(holonomic=(0,), nonholonomic=(), dropped=('b',))
+    """
     if model.m == 0:
         return RowSelection((), (), ())
     for params in (p, model.params):

@@ -100,6 +100,16 @@ class UnrolledRK(SolverOf, diffrax.AbstractAdaptiveSolver):
     solution is their last stage), error `Σ (b_j − b̂_j) k_j`, dense output from
     `k (s, …)`. Works with `ODETerm`s (any vector field whose `prod` is a scaling
     by `h`) and under `jit`, `vmap`, `grad` and forward mode.
+
+    Example:
+
+        >>> import jax.numpy as jnp, mbdjax as mbd
+        >>> osc = mbd.Model(("x",), mass_diagonal=lambda p: jnp.array([1.0]),
+        ...                 potential=lambda q, t, p: 0.5 * p["k"] * q[0] ** 2, params={"k": 4.0})
+        >>> import diffrax
+        >>> traj = mbd.simulate(osc, jnp.ones(1), jnp.zeros(1), t1=1.0, saveat=3, solver=mbd.UnrolledRK(diffrax.Tsit5()))
+        >>> [round(float(x), 6) for x in traj.q[:, 0]]
+        [1.0, 0.540302, -0.416147]
     """
 
     solver: diffrax.AbstractSolver

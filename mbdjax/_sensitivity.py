@@ -41,6 +41,16 @@ class Sensitivity:
         params: `(P,)` the parameter values.
         names: the `P` parameter names; outputs: the `k` output labels; mode:
             `"forward"` or `"reverse"`.
+
+    Example:
+
+        >>> import jax.numpy as jnp, mbdjax as mbd
+        >>> osc = mbd.Model(("x",), mass_diagonal=lambda p: jnp.array([1.0]),
+        ...                 potential=lambda q, t, p: 0.5 * p["k"] * q[0] ** 2, params={"k": 4.0})
+        >>> s = mbd.sensitivity(osc, jnp.array([1.0]), jnp.zeros(1), t=jnp.array([0.5, 1.0]),
+        ...                     outputs=("x",), wrt=("k",), rtol=1e-10, atol=1e-12)
+        >>> s.raw.shape, s.names, s.outputs
+        ((2, 1, 1), ('k',), ('x',))
     """
 
     t: np.ndarray

@@ -165,6 +165,17 @@ class SweepResult:
         index: `(B_done,)` member indices (`arange(B)` when complete).
         manifest: the parsed `manifest.json`.
         complete: whether every chunk is finished (B_done = B).
+
+    Example:
+
+        >>> import jax.numpy as jnp, mbdjax as mbd
+        >>> osc = mbd.Model(("x",), mass_diagonal=lambda p: jnp.array([1.0]),
+        ...                 potential=lambda q, t, p: 0.5 * p["k"] * q[0] ** 2, params={"k": 4.0})
+        >>> import tempfile
+        >>> res = mbd.sweep(osc, {"k": [1.0, 4.0, 9.0]}, out=tempfile.mkdtemp(), chunk=2, q0=jnp.ones(1),
+        ...                 qd0=jnp.zeros(1), t1=1.0, saveat=2)
+        >>> res.complete, res.index.tolist(), res.outputs["q"].shape
+        (True, [0, 1, 2], (3, 1))
     """
 
     folder: str
@@ -187,6 +198,18 @@ def load_sweep(folder, *, partial: bool = False) -> SweepResult:
     (default) a missing or damaged chunk is an error; with `partial=True` the finished
     chunks are returned (`result.index` says which members, `result.complete` whether
     all).
+
+    Example:
+
+        >>> import jax.numpy as jnp, mbdjax as mbd
+        >>> osc = mbd.Model(("x",), mass_diagonal=lambda p: jnp.array([1.0]),
+        ...                 potential=lambda q, t, p: 0.5 * p["k"] * q[0] ** 2, params={"k": 4.0})
+        >>> import tempfile
+        >>> folder = tempfile.mkdtemp()
+        >>> _ = mbd.sweep(osc, {"k": [1.0, 4.0]}, out=folder, q0=jnp.ones(1), qd0=jnp.zeros(1), t1=1.0, saveat=2)
+        >>> res = mbd.load_sweep(folder)
+        >>> res.complete, res.params["k"].tolist(), [round(float(x), 6) for x in res.outputs["q"][:, 0]]
+        (True, [1.0, 4.0], [0.540302, -0.416147])
     """
     folder = os.fspath(folder)
     manifest = _read_manifest(folder, "load_sweep")

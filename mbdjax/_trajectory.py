@@ -89,6 +89,21 @@ class Trajectory(eqx.Module):
             dict with `"t" (K,)` the time each partition took over (inf for unused
             slots) and `"independent" (K, n − m)` the indices of its independent
             coordinates; see `partition_history()`.
+
+    Example:
+
+        >>> import jax.numpy as jnp, mbdjax as mbd
+        >>> pend = mbd.Model(("x", "y"), mass_diagonal=lambda p: jnp.ones(2),
+        ...                  potential=lambda q, t, p: 9.81 * q[1],
+        ...                  holonomic=lambda q, t, p: jnp.stack([0.5 * (q @ q - 1.0)]),
+        ...                  constraint_names=("rod",))
+        >>> traj = mbd.simulate(pend, jnp.array([0.6, -0.8]), jnp.zeros(2), t1=0.5, saveat=3)
+        >>> traj.t.shape, traj.q.shape, traj.lam.shape
+        ((3,), (3, 2), (3, 1))
+        >>> [round(float(x), 6) for x in traj.coordinate("x")]
+        [0.6, 0.450342, 0.029328]
+        >>> float(jnp.max(jnp.abs(traj.energy() - traj.energy()[0]))) < 1e-6
+        True
     """
 
     t: jax.Array

@@ -181,6 +181,12 @@ def loop_setting() -> dict:
     Returns `{"loop_bytes": int | None, "source": str}`: the limit mbdjax set (None when
     it set none) and why (`"mbdjax"`, `"XLA_FLAGS (set by the user)"`,
     `"MBDJAX_XLA_CPU_LOOP_BYTES=off"` or `"not applied: JAX's backend had started"`).
+
+    Example:
+
+        >>> import mbdjax as mbd
+        >>> sorted(mbd.xla_loop_setting())
+        ['loop_bytes', 'source']
     """
     return dict(_state)
 
@@ -218,5 +224,11 @@ def thread_setting() -> dict:
     Returns `{"threads": int | None, "source": str}`: the pool size mbdjax set (None
     when it set none) and why (`"mbdjax"`, `"NPROC=… (already set)"`,
     `"MBDJAX_XLA_CPU_THREADS=off"`, `"not needed: …"` or `"not applied: …"`).
+
+    Example:
+
+        >>> import mbdjax as mbd
+        >>> sorted(mbd.xla_thread_setting())
+        ['source', 'threads']
     """
     return dict(_threads)

@@ -63,6 +63,12 @@ def get(name: str) -> Example:
 
     Raises:
         ModelError: for an unknown name, listing the available ones.
+
+    Example:
+
+        >>> from mbdjax import models
+        >>> models.get("double-pendulum").model.n
+        6
     """
     try:
         make = EXAMPLES[name]

@@ -277,6 +277,14 @@ def andrews(t1: float = 0.03) -> Example:
 
     References: Hairer & Wanner II, §VII.7; Test Set for IVP Solvers, "andrews";
     IFToMM benchmark library, problem A03.
+
+    Example:
+
+        >>> import mbdjax as mbd
+        >>> from mbdjax import models
+        >>> ex = models.andrews()
+        >>> ex.model.n, ex.model.m, mbd.check(ex.model, ex.q0).dof
+        (7, 6, 1)
     """
     model = andrews_model()
     q0 = jnp.asarray(np.array(Q0))

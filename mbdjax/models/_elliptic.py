@@ -32,6 +32,13 @@ def elliptic_pendulum() -> Example:
     Starts at θ = π/4 with θ̇ = 1 rad/s; t1 = 3 s.
 
     References: Zhang Jinfu, example 1 (Fig. 1, eqs. (22)–(23)).
+
+    Example:
+
+        >>> from mbdjax import models
+        >>> ex = models.elliptic_pendulum()
+        >>> ex.model.coordinates, ex.model.m_h, ex.model.m_n
+        (('x', 'y', 'theta'), 1, 1)
     """
 
     def T(q, qd, t, p):

@@ -23,6 +23,13 @@ class Example:
             models from other front ends).
         options: keyword arguments for `mbdjax.simulate` that suit this system (a
             circuit's `atol` in coulombs), used by `mbdjax run`.
+
+    Example:
+
+        >>> from mbdjax import models
+        >>> ex = models.get("four-bar")
+        >>> ex.name, ex.model.n, ex.q0.shape, ex.t1
+        ('four-bar', 9, (9,), 2.0)
     """
 
     name: str

@@ -66,6 +66,14 @@ def four_bar() -> Example:
     (0.4, 0) m; uniform bars of 2 kg/m. Starts at crank angle π/3 with crank speed
     5 rad/s (open branch); t1 = 2 s. Bodies "crank", "coupler", "rocker"; joints
     "crank_pivot", "crank_coupler", "coupler_rocker", "rocker_pivot".
+
+    Example:
+
+        >>> import mbdjax as mbd
+        >>> from mbdjax import models
+        >>> ex = models.four_bar()
+        >>> mbd.check(ex.model, ex.q0).dof
+        1
     """
     return _released(_four_bar_mechanism(), "four-bar",
                      "Grashof crank-rocker four-bar (0.1, 0.35, 0.3, 0.4 m) under gravity, "
@@ -78,6 +86,14 @@ def massless_link_four_bar() -> Example:
     M is singular (the coupler's 3×3 block is zero) but positive on the null space of
     B, so the equations of motion are well posed (THEORY §3); use a dense
     (non-Schur) solve.
+
+    Example:
+
+        >>> import mbdjax as mbd
+        >>> from mbdjax import models
+        >>> ex = models.massless_link_four_bar()
+        >>> float(ex.model.params["coupler"]["mass"]), mbd.check(ex.model, ex.q0).ok
+        (0.0, True)
     """
     return _released(_four_bar_mechanism(massless_coupler=True), "massless-four-bar",
                      "Four-bar with a massless coupler: M singular, positive on null(B).",
@@ -93,6 +109,15 @@ def parallelogram_redundant() -> Example:
     degree of freedom: Φ_q has rank 11 at every configuration (one redundant row;
     the multipliers are not unique, the motion is). Released from rest at θ = π/3
     under gravity; t1 = 2 s. Uniform bars of 2 kg/m.
+
+    Example:
+
+        >>> import mbdjax as mbd
+        >>> from mbdjax import models
+        >>> ex = models.parallelogram_redundant()
+        >>> report = mbd.check(ex.model, ex.q0)
+        >>> report.dof, report.dependent
+        (1, ('link_coupler.y',))
     """
     a, d = 0.5, 1.0
     mech = Mechanism(gravity=(0.0, -9.81))

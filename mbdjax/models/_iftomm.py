@@ -60,6 +60,15 @@ def n_four_bar(n: int = 10, t1: float = 10.0) -> Example:
 
     References: IFToMM benchmark library, problem A02; M. González et al., Multibody
     System Dynamics 16 (2006) 179–190.
+
+    Example:
+
+        >>> import mbdjax as mbd
+        >>> from mbdjax import models
+        >>> ex = models.n_four_bar(3)
+        >>> report = mbd.check(ex.model, ex.q0)
+        >>> ex.model.n, report.dof, len(report.dependent)
+        (21, 1, 0)
     """
     if int(n) < 1:
         raise ValueError(f"n_four_bar: n must be at least 1, got {n!r}.")
@@ -116,6 +125,15 @@ def bricard(t1: float = 10.0, revolute_at_j5: bool = True) -> Example:
     joint (its second axis along bar 4), which removes exactly the redundant row.
 
     References: R. Bricard (1897); IFToMM benchmark library, problem A04.
+
+    Example:
+
+        >>> import mbdjax as mbd
+        >>> from mbdjax import models
+        >>> ex = models.bricard()
+        >>> report = mbd.check(ex.model, ex.q0)
+        >>> ex.model.n, ex.model.m, report.rank, report.dof
+        (35, 35, 34, 1)
     """
     from ..spatial import Mechanism as SpatialMechanism
 

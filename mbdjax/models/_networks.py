@@ -37,6 +37,12 @@ def rlc(R=1.0, L=0.5, C=0.25, V=1.0) -> Example:
     `params["E"]["V"]`), "R" (1 Ω), "L" (0.5 H), "C" (0.25 F): ζ = (R/2)√(C/L) = 0.35,
     underdamped; t1 = 10 s. The capacitor voltage is `traj.effort("C")` (or the node
     effort `traj.effort("n3")`).
+
+    Example:
+
+        >>> from mbdjax import models
+        >>> models.rlc().model.coordinates
+        ('E.q', 'R.q', 'L.q', 'C.q')
     """
     net = Network()
     for n in ("n1", "n2", "n3"):
@@ -59,6 +65,12 @@ def dc_motor_crank(V=6.0, K=0.5, R=2.0, L=0.01) -> Example:
     the armature of "dcm" (K = 0.5 N·m/A, R = 2 Ω, L = 0.01 H), whose shaft node
     "shaft" is the coordinate "crank.phi". Starts from rest at θ = π/4 with zero
     current; t1 = 2 s.
+
+    Example:
+
+        >>> from mbdjax import models
+        >>> models.dc_motor_crank().model.coordinates[:2]
+        ('crank.x', 'crank.y')
     """
     mech = _mechanism()
     mech.spring_damper("spring", "ground", (0.6, 0.0), "slider", (0.0, 0.0), k=50.0, c=1.0, length0=0.3)
@@ -86,6 +98,12 @@ def diode_rectifier(V=5.0, f=50.0, R=1e3, C=10e-6) -> Example:
     No inductance anywhere: every current follows from the loop equations
     (first-order dynamics; formulation "augmented"). Charges are in coulombs (tens of
     µC), so `options` tightens `atol` to 1e-14.
+
+    Example:
+
+        >>> from mbdjax import models
+        >>> models.diode_rectifier().model.coordinates
+        ('V1.q', 'D1.q', 'R1.q', 'C1.q')
     """
     net = Network()
     for n in ("in", "out"):
@@ -107,6 +125,12 @@ def common_emitter(VCC=10.0, bias=1.5, amplitude=0.1, f=1e3) -> Example:
     from "VIN" (1.5 V + 0.1 V sin 2π·1 kHz t) through "RB" = 10 kΩ, and a 100 nF
     load "CL" at the collector; starts with the load capacitor empty (the transistor
     saturated), t1 = 3 ms. Small-signal gain about −RC/RE = −2.
+
+    Example:
+
+        >>> from mbdjax import models
+        >>> models.common_emitter().model.coordinates
+        ('VCC.q', 'VIN.q', 'RB.q', 'RC.q', 'RE.q', 'CL.q', 'Q1.qF', 'Q1.qR')
     """
     net = Network()
     for n in ("vcc", "in", "b", "c", "e"):
@@ -161,6 +185,13 @@ def stick_slip(m=1.0, k=10.0, v_belt=0.2, mu_s=0.6, mu_k=0.4, g=9.81, mode="exac
     switched modes) or `"smooth"` (regularized, velocity scale 1e-3 m/s). Starts
     riding the belt at x = 0; t1 = 12 s: sticks until x = μ_s N/k = 0.589 m, then
     alternates (`stick_slip_events`).
+
+    Example:
+
+        >>> from mbdjax import models
+        >>> ex = models.stick_slip()
+        >>> ex.model.coordinates, float(ex.model.params["fr"]["stuck"])
+        (('x.x', 'belt.x', 'fr.stick'), 0.0)
     """
     net = Network()
     net.node("x", "translational")

@@ -45,6 +45,14 @@ def double_pendulum() -> Example:
 
     Released from rest with link1 at φ1 = −π/4 (45° below the +x axis) and link2
     horizontal, φ2 = 0; gravity (0, −9.81) m/s²; t1 = 10 s (chaotic).
+
+    Example:
+
+        >>> import mbdjax as mbd
+        >>> from mbdjax import models
+        >>> ex = models.double_pendulum()
+        >>> ex.model.n, mbd.check(ex.model, ex.q0).dof
+        (6, 2)
     """
     mech = _chain(2)
     model = mech.build()
@@ -59,6 +67,14 @@ def pendulum_chain(n_links: int = 5) -> Example:
 
     n = 3·n_links coordinates, m = 2·n_links revolute rows, n_links degrees of freedom.
     The benchmark system (N = 10 and 20).
+
+    Example:
+
+        >>> import mbdjax as mbd
+        >>> from mbdjax import models
+        >>> ex = models.pendulum_chain(3)
+        >>> ex.model.n, mbd.check(ex.model, ex.q0).dof
+        (9, 3)
     """
     if not isinstance(n_links, (int, np.integer)) or n_links < 1:
         raise ModelError(f"pendulum_chain: n_links must be a positive integer, got {n_links!r}.")

@@ -53,6 +53,13 @@ def rolling_disk(theta0=math.pi / 2 - 0.2, phid0=0.5, thd0=0.0, psid0=6.0) -> Ex
     and rates (φ̇, θ̇, ψ̇) = (0.5, 0, 6) rad/s; t1 = 3 s. Params `m`, `r`, `g`.
     Coordinates "x", "y", "z", "phi", "theta", "psi"; rows "contact_height",
     "no_slip_x", "no_slip_y".
+
+    Example:
+
+        >>> from mbdjax import models
+        >>> ex = models.rolling_disk()
+        >>> ex.model.n, ex.model.m_h, ex.model.m_n
+        (6, 1, 2)
     """
 
     def T(q, qd, t, p):

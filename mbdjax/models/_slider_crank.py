@@ -69,6 +69,14 @@ def slider_crank(driven: bool = True) -> Example:
 
     References: Haug, *Computer-Aided Kinematics and Dynamics of Mechanical Systems*,
     §3.6 (slider-crank kinematics) and ch. 6 (its dynamics); values are ours.
+
+    Example:
+
+        >>> import mbdjax as mbd
+        >>> from mbdjax import models
+        >>> ex = models.slider_crank(driven=False)
+        >>> mbd.check(ex.model, ex.q0).dof
+        1
     """
     mech = _mechanism()
     i_phi = mech.index("crank.phi")
@@ -104,6 +112,14 @@ def slider_crank_dead_centre(driver: str | None = "slider") -> Example:
 
     `qd0` is the crank-driven motion's velocity (θ̇ = ω = 2π rad/s), which satisfies
     every velocity equation in all three cases; t1 = 0.5 s.
+
+    Example:
+
+        >>> import mbdjax as mbd
+        >>> from mbdjax import models
+        >>> ex = models.slider_crank_dead_centre()
+        >>> mbd.check(ex.model, ex.q0).ok
+        False
     """
     if driver not in ("slider", "crank", None):
         raise ValueError(f"slider_crank_dead_centre: driver must be 'slider', 'crank' or None, got {driver!r}.")

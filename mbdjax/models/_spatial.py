@@ -67,6 +67,14 @@ def heavy_top(theta0=0.5, spin=60.0, precession=None, nutation_rate=0.0, orienta
     `orientation="quaternion"`: the same motion), spherical joint "tip" to ground.
     Starts at φ = ψ = 0, nutation θ0, spin Ω about the axis; the precession rate
     defaults to the steady value `top_precession_rate(θ0, Ω)`. t1 = 5 s.
+
+    Example:
+
+        >>> import mbdjax as mbd
+        >>> from mbdjax import models
+        >>> ex = models.heavy_top()
+        >>> ex.model.n, mbd.check(ex.model, ex.q0).dof
+        (6, 3)
     """
     mech, model = _top_model(orientation)
     phid = top_precession_rate(theta0, spin) if precession is None else precession
@@ -131,6 +139,14 @@ def disk(theta0=math.pi / 2 - 0.3, precession=1.0, spin=None, tilt_rate=0.0) -> 
     "contact.slip2"). Starts at the origin with heading φ = 0, tilt θ0 from the
     vertical and precession rate φ̇; the spin Ω defaults to the steady circular
     rolling value `disk_spin_for_circle(θ0, φ̇)`. t1 = 5 s.
+
+    Example:
+
+        >>> import mbdjax as mbd
+        >>> from mbdjax import models
+        >>> ex = models.disk()
+        >>> ex.model.m_h, ex.model.m_n, mbd.check(ex.model, ex.q0).dof
+        (1, 2, 3)
     """
     a = DISK["radius"]
     mech, model = _disk_model()
@@ -157,6 +173,14 @@ def rolling_hemisphere(theta0=0.3, spin=25.0) -> Example:
     different), g = 9.81. Body "top", contact "base". Starts with its axis tilted θ0
     from the vertical, spinning at ψ̇ = `spin` about it, the contact point at the
     origin. t1 = 3 s.
+
+    Example:
+
+        >>> import mbdjax as mbd
+        >>> from mbdjax import models
+        >>> ex = models.rolling_hemisphere()
+        >>> ex.model.m_h, ex.model.m_n, mbd.check(ex.model, ex.q0).dof
+        (1, 2, 3)
     """
     h = HEMISPHERE
     mech = Mechanism(gravity=(0.0, 0.0, -G))
@@ -185,6 +209,14 @@ def quasi_velocities(example, body_level=True):
     - rolling disk (4.6): `u = (θ̇, φ̇ sin θ, Ω)`, the angular velocity of the disk in the
       frame (node line, in-plane, symmetry axis) that does not spin with it;
     - rolling hemisphere (4.7): `u = ω'`, the body-axis angular-velocity components.
+
+    Example:
+
+        >>> from mbdjax import models
+        >>> type(models.quasi_velocities(models.heavy_top())).__name__
+        'Greenwood'
+        >>> type(models.quasi_velocities(models.heavy_top(), body_level=False)).__name__
+        'QuasiVelocity'
     """
     mech = example.mechanism
     poses = body_poses(mech)

@@ -29,7 +29,16 @@ def _quadrature(law, x, p):
 
 def integral_of(law):
     """`F(x, p) = ∫₀ˣ law(s, p) ds` for a scalar `x` and the params pytree `p`, with
-    `∂F/∂x = law(x, p)` exactly (derivatives in `p` are those of the quadrature)."""
+    `∂F/∂x = law(x, p)` exactly (derivatives in `p` are those of the quadrature).
+
+    Example:
+
+        >>> import jax
+        >>> from mbdjax.network import integral_of
+        >>> F = integral_of(lambda x, p: p["k"] * x ** 3)
+        >>> round(float(F(2.0, {"k": 1.0})), 10), float(jax.grad(F)(2.0, {"k": 1.0}))
+        (4.0, 8.0)
+    """
 
     @jax.custom_jvp
     def F(x, p):

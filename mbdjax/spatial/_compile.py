@@ -217,7 +217,16 @@ def compile_mechanism(mech, validate_at=None):
 
 def body_poses(mech):
     """`fn(q, qd=None) -> {body: Pose}` for models built from `mech` (ground included):
-    each body's `r`, `R`, and with `qd` its `v`, `w` (global) and `w_body`."""
+    each body's `r`, `R`, and with `qd` its `v`, `w` (global) and `w_body`.
+
+    Example:
+
+        >>> from mbdjax import models, spatial as sp
+        >>> ex = models.heavy_top()
+        >>> poses = sp.body_poses(ex.mechanism)(ex.q0, ex.qd0)
+        >>> sorted(poses), poses["top"].R.shape
+        (['ground', 'top'], (3, 3))
+    """
     slots, _ = layout(mech)
     return _functions(mech, slots)[1]
 
@@ -233,7 +242,17 @@ def _contact_fn(spec, slot):
 def contact_kinematics(model, name):
     """`fn(q, qd, p) -> (contact point (3,), contact velocity (3,))` of the rolling
     contact `name` of a model built by `spatial.Mechanism` (the velocity is that of
-    the body's material point at the contact: zero when rolling without slip)."""
+    the body's material point at the contact: zero when rolling without slip).
+
+    Example:
+
+        >>> import jax.numpy as jnp
+        >>> from mbdjax import models, spatial as sp
+        >>> ex = models.disk()
+        >>> point, velocity = sp.contact_kinematics(ex.model, "contact")(ex.q0, ex.qd0, ex.model.params)
+        >>> abs(float(point[2])) < 1e-12, float(jnp.max(jnp.abs(velocity))) < 1e-12
+        (True, True)
+    """
     table = (model.metadata or {}).get("contact_kinematics")
     if table is None:
         raise ModelError("contact_kinematics: the model was not built by mbdjax.spatial.Mechanism with contacts.")

@@ -46,6 +46,13 @@ class Greenwood(QuasiVelocity):
 
     Everything else (state `(q, u)`, `traj.u`, the check of the definition, the
     stabilization options) is that of `QuasiVelocity`.
+
+    Example:
+
+        >>> from mbdjax import models
+        >>> qv = models.quasi_velocities(models.heavy_top())
+        >>> type(qv).__name__, qv.bodies
+        ('Greenwood', ('top',))
     """
 
     poses: Callable = eqx.field(static=True, default=None)

@@ -27,7 +27,16 @@ def perpendicular_pair(a):
     """Unit `(f, g)` with `(f, g, â)` right-handed and orthonormal, `â = a/|a|`.
 
     `f` is the component of the coordinate axis least aligned with `a` (x unless `a`
-    is within 25° of x, then y) orthogonal to `a`, normalized; `g = â × f`."""
+    is within 25° of x, then y) orthogonal to `a`, normalized; `g = â × f`.
+
+    Example:
+
+        >>> import jax.numpy as jnp
+        >>> from mbdjax import spatial as sp
+        >>> f, g = sp.perpendicular_pair(jnp.array([0.0, 0.0, 2.0]))
+        >>> [float(v) for v in f], [float(v) for v in g]
+        ([1.0, 0.0, 0.0], [0.0, 1.0, 0.0])
+    """
     a = _unit(a)
     helper = jnp.where(jnp.abs(a[0]) < 0.9, jnp.array([1.0, 0.0, 0.0]), jnp.array([0.0, 1.0, 0.0]))
     f = _unit(helper - (helper @ a) * a)

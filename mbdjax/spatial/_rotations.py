@@ -117,6 +117,13 @@ def rotation_x(a):
     """Rotation by the scalar angle `a` (radians) about the x axis, shape `(3, 3)`.
 
     `Rx(a) = [[1, 0, 0], [0, cos a, −sin a], [0, sin a, cos a]]` (Greenwood §7).
+
+    Example:
+
+        >>> import jax.numpy as jnp
+        >>> from mbdjax import spatial as sp
+        >>> [round(float(x), 12) for x in sp.rotation_x(jnp.pi / 2) @ jnp.array([0.0, 1.0, 0.0])]
+        [0.0, 0.0, 1.0]
     """
     a = _scalar(a)
     c, s = jnp.cos(a), jnp.sin(a)
@@ -130,6 +137,13 @@ def euler313_matrix(angles):
     `angles = (φ, θ, ψ)`, shape `(3,)`, radians; `R = Rz(φ) Rx(θ) Rz(ψ)` maps body
     components to global ones (Greenwood §7, "type II" angles: precession φ, nutation
     θ, spin ψ).
+
+    Example:
+
+        >>> import jax.numpy as jnp
+        >>> from mbdjax import spatial as sp
+        >>> bool(jnp.allclose(sp.euler313_matrix(jnp.array([0.3, 0.0, 0.0])), sp.rotation_z(0.3)))
+        True
     """
     phi, theta, psi = _vector(angles, 3, "angles")
     return rotation_z(phi) @ rotation_x(theta) @ rotation_z(psi)
@@ -250,6 +264,14 @@ def quaternion_from_euler313(angles):
     which is returned with its sign flipped where needed so that `e0 ≥ 0`, matching
     `quaternion_from_matrix(euler313_matrix(angles))` (up to the sign of half-turns,
     where `e0 = 0`). `quaternion_matrix` of the result equals `euler313_matrix(angles)`.
+
+    Example:
+
+        >>> import jax.numpy as jnp
+        >>> from mbdjax import spatial as sp
+        >>> a = jnp.array([0.3, 0.4, 0.5])
+        >>> bool(jnp.allclose(sp.quaternion_matrix(sp.quaternion_from_euler313(a)), sp.euler313_matrix(a)))
+        True
     """
     phi, theta, psi = _vector(angles, 3, "angles")
     ch, sh = jnp.cos(0.5 * theta), jnp.sin(0.5 * theta)
@@ -264,6 +286,14 @@ def euler313_from_quaternion(e):
     Computed as `euler313_from_matrix(quaternion_matrix(e))`; ranges and the behaviour at
     the singularity `sin θ = 0` are those of `euler313_from_matrix`. `e` and `−e` give
     the same angles.
+
+    Example:
+
+        >>> import jax.numpy as jnp
+        >>> from mbdjax import spatial as sp
+        >>> e = sp.quaternion_from_euler313(jnp.array([0.3, 0.4, 0.5]))
+        >>> [round(float(x), 12) for x in sp.euler313_from_quaternion(e)]
+        [0.3, 0.4, 0.5]
     """
     return euler313_from_matrix(quaternion_matrix(e))
 
@@ -283,6 +313,14 @@ def euler313_rate_matrix(angles, frame="global"):
 
     `det G = det G' = −sin θ`: both are singular at θ = 0, π (Greenwood §7). `frame`
     must be the Python string "global" or "body" (ValueError otherwise).
+
+    Example:
+
+        >>> import jax.numpy as jnp
+        >>> from mbdjax import spatial as sp
+        >>> G = sp.euler313_rate_matrix(jnp.array([0.3, 0.4, 0.5]))
+        >>> [round(float(x), 12) for x in G @ jnp.array([2.0, 0.0, 0.0])]
+        [0.0, 0.0, 2.0]
     """
     _check_frame(frame)
     phi, theta, psi = _vector(angles, 3, "angles")
@@ -304,6 +342,15 @@ def quaternion_rate_matrix(e, frame="global"):
     Both annihilate `e` (`E e = G e = 0`), so only the part of `ė` tangent to the unit
     sphere (`eᵀ ė = 0`) contributes. `frame` must be "global" or "body" (ValueError
     otherwise).
+
+    Example:
+
+        >>> import jax.numpy as jnp
+        >>> from mbdjax import spatial as sp
+        >>> e = sp.quaternion_from_euler313(jnp.array([0.3, 0.4, 0.5]))
+        >>> w = jnp.array([0.1, -0.2, 0.3])
+        >>> bool(jnp.allclose(sp.quaternion_rate_matrix(e) @ sp.quaternion_rates(e, w), w))
+        True
     """
     _check_frame(frame)
     e = _vector(e, 4, "e")
@@ -343,6 +390,13 @@ def euler313_rates(angles, omega, frame="global"):
     (`frame="body"`) with the matrices of `euler313_rate_matrix`. Since `det G = −sin θ`
     the rates scale like `1/sin θ`: they are inaccurate near, and infinite or NaN at,
     θ = 0, π (gimbal lock; Greenwood §7). Use Euler parameters there.
+
+    Example:
+
+        >>> import jax.numpy as jnp
+        >>> from mbdjax import spatial as sp
+        >>> [round(float(x), 12) + 0.0 for x in sp.euler313_rates(jnp.array([0.3, 0.4, 0.5]), jnp.array([0.0, 0.0, 2.0]))]
+        [2.0, 0.0, 0.0]
     """
     return jnp.linalg.solve(euler313_rate_matrix(angles, frame), _vector(omega, 3, "omega"))
 
@@ -355,5 +409,12 @@ def quaternion_rates(e, omega, frame="global"):
     (Haug §6.3). The result is tangent to the unit sphere (`eᵀ ė = 0`) and is the inverse
     of `angular_velocity("quaternion", e, ·, frame)` on such rates, because
     `E Eᵀ = G Gᵀ = I`. Defined for every orientation (no singularity).
+
+    Example:
+
+        >>> import jax.numpy as jnp
+        >>> from mbdjax import spatial as sp
+        >>> [round(float(x), 12) for x in sp.quaternion_rates(jnp.array([1.0, 0.0, 0.0, 0.0]), jnp.array([0.0, 0.0, 2.0]))]
+        [0.0, 0.0, 0.0, 1.0]
     """
     return 0.25 * quaternion_rate_matrix(e, frame).T @ _vector(omega, 3, "omega")
