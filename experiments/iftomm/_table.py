@@ -10,8 +10,13 @@ PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results.md")
 TITLE = "# IFToMM benchmark problems\n\n"
 
 
+NOTES = "Notes (kept when the table is rewritten):"
+
+
 def write_section(heading: str, body: str, path: str = PATH) -> str:
-    """Replace (or add) the section `## {heading}` of `path` with `body`; returns the path."""
+    """Replace (or add) the section `## {heading}` of `path` with `body`; returns the path.
+    A paragraph of the old section that starts with `NOTES` (written by hand: what a
+    table alone does not say) is kept, after the new body."""
     text = open(path).read() if os.path.exists(path) else TITLE
     if not text.startswith(TITLE):
         text = TITLE + text
@@ -20,6 +25,9 @@ def write_section(heading: str, body: str, path: str = PATH) -> str:
     start = text.find(marker)
     if start >= 0:  # in place, so the sections keep their order
         end = text.find("\n## ", start + len(marker))
+        old = text[start:end if end >= 0 else len(text)]
+        if NOTES in old:
+            section += "\n" + old[old.index(NOTES):].rstrip("\n") + "\n"
         text = text[:start] + section + (text[end:] if end >= 0 else "")
     else:
         text = text.rstrip("\n") + "\n\n" + section
