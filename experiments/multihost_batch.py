@@ -34,6 +34,8 @@ def main():
     parser.add_argument("--processes", type=int, default=1, help="number of processes")
     parser.add_argument("--id", type=int, default=0, help="this process's id (0 .. processes - 1)")
     parser.add_argument("--batch", type=int, default=8, help="batch size B")
+    parser.add_argument("--save", default=None, help="process 0 writes every member's final rocker angle "
+                                                     "(full precision) to this .npy file")
     args = parser.parse_args()
     if args.processes > 1:
         jax.distributed.initialize(args.coordinator, num_processes=args.processes, process_id=args.id)
@@ -55,6 +57,8 @@ def main():
         print(f"{jax.process_count()} process(es), {len(jax.devices())} device(s), batch {args.batch}: "
               f"rocker angle at 2 s {rocker[0]:.6f} rad (lightest coupler) … {rocker[-1]:.6f} rad (heaviest); "
               f"largest loop-closure residual {closure:.1e} m")
+        if args.save:
+            np.save(args.save, rocker)
 
 
 if __name__ == "__main__":

@@ -67,10 +67,19 @@ def test_stacked_B_b_g_shapes_and_blocks():
     m = _model()
     p = m.params
     q, qd = _path(0.5), jax.jacfwd(_path)(0.5)
-    B = kin.constraint_jacobian(m, q, 0.5, p)
+    t = 0.5
+    B = kin.constraint_jacobian(m, q, t, p)
     assert B.shape == (3, 3)
-    np.testing.assert_allclose(B[:2], jax.jacfwd(lambda x: kin.holonomic(m, x, 0.5, p))(q), rtol=1e-14)
-    assert kin.velocity_rhs(m, q, 0.5, p).shape == (3,)
+    # Hand-derived from `_model`: Φ_q rows [2a, c cos b, sin b] and [t, c, b], then the
+    # nonholonomic A row [sin c, −cos c, 0]; b = −Φ_t = [−0.7 sin t, 0.6 t − a] for the
+    # holonomic rows and b = −a(q, t) = −0.2 t a for the nonholonomic one. To round-off.
+    a_, b_, c_ = (float(x) for x in q)
+    B_hand = np.array([[2 * a_, c_ * np.cos(b_), np.sin(b_)],
+                       [t, c_, b_],
+                       [np.sin(c_), -np.cos(c_), 0.0]])
+    np.testing.assert_allclose(B, B_hand, rtol=1e-14, atol=1e-15)
+    b_hand = np.array([-0.7 * np.sin(t), 0.6 * t - a_, -0.2 * t * a_])
+    np.testing.assert_allclose(kin.velocity_rhs(m, q, t, p), b_hand, rtol=1e-14, atol=1e-15)
     assert kin.acceleration_rhs(m, q, qd, 0.5, p).shape == (3,)
     np.testing.assert_allclose(
         kin.velocity_residual(m, q, qd, 0.5, p), B @ qd - kin.velocity_rhs(m, q, 0.5, p), atol=1e-14
