@@ -29,7 +29,21 @@ def _axes(ax):
 
 
 def plot_coordinates(traj, names=None, ax=None):
-    """Each coordinate (or those in `names`) against time."""
+    """Each coordinate (or those in `names`) against time.
+
+    Example:
+
+        >>> import jax.numpy as jnp, mbdjax as mbd
+        >>> from mbdjax import plotting
+        >>> pend = mbd.Model(("x", "y"), mass_diagonal=lambda p: jnp.ones(2),
+        ...                  potential=lambda q, t, p: 9.81 * q[1],
+        ...                  holonomic=lambda q, t, p: jnp.stack([0.5 * (q @ q - 1.0)]),
+        ...                  constraint_names=("rod",))
+        >>> traj = mbd.simulate(pend, jnp.array([0.6, -0.8]), jnp.zeros(2), t1=1.0, saveat=21)
+        >>> ax = plotting.plot_coordinates(traj)
+        >>> ax.get_title(), [line.get_label() for line in ax.get_lines()]
+        ('generalized coordinates', ['x', 'y'])
+    """
     ax = _axes(ax)
     t = np.asarray(traj.t)
     for name in names or traj.coordinates:
@@ -43,7 +57,21 @@ def plot_coordinates(traj, names=None, ax=None):
 
 
 def plot_residuals(traj, ax=None):
-    """`max |Φ|` and `max |B q̇ − b|` against time, on a log scale."""
+    """`max |Φ|` and `max |B q̇ − b|` against time, on a log scale.
+
+    Example:
+
+        >>> import jax.numpy as jnp, mbdjax as mbd
+        >>> from mbdjax import plotting
+        >>> pend = mbd.Model(("x", "y"), mass_diagonal=lambda p: jnp.ones(2),
+        ...                  potential=lambda q, t, p: 9.81 * q[1],
+        ...                  holonomic=lambda q, t, p: jnp.stack([0.5 * (q @ q - 1.0)]),
+        ...                  constraint_names=("rod",))
+        >>> traj = mbd.simulate(pend, jnp.array([0.6, -0.8]), jnp.zeros(2), t1=1.0, saveat=21)
+        >>> ax = plotting.plot_residuals(traj)
+        >>> [line.get_label() for line in ax.get_lines()], ax.get_yscale()
+        (['max |Φ|', 'max |B q̇ − b|'], 'log')
+    """
     ax = _axes(ax)
     t = np.asarray(traj.t)
     floor = 1e-18
@@ -61,7 +89,21 @@ def plot_residuals(traj, ax=None):
 
 
 def plot_energy(traj, ax=None):
-    """Total energy `T + V` relative to its initial value."""
+    """Total energy `T + V` relative to its initial value.
+
+    Example:
+
+        >>> import jax.numpy as jnp, mbdjax as mbd
+        >>> from mbdjax import plotting
+        >>> pend = mbd.Model(("x", "y"), mass_diagonal=lambda p: jnp.ones(2),
+        ...                  potential=lambda q, t, p: 9.81 * q[1],
+        ...                  holonomic=lambda q, t, p: jnp.stack([0.5 * (q @ q - 1.0)]),
+        ...                  constraint_names=("rod",))
+        >>> traj = mbd.simulate(pend, jnp.array([0.6, -0.8]), jnp.zeros(2), t1=1.0, saveat=21)
+        >>> ax = plotting.plot_energy(traj)
+        >>> [line.get_label() for line in ax.get_lines()]
+        ['E(t) − E(0)', 'work of forces, dampers, drivers']
+    """
     ax = _axes(ax)
     t = np.asarray(traj.t)
     e = np.asarray(traj.energy())
@@ -83,7 +125,18 @@ def plot_energy(traj, ax=None):
 
 
 def plot_reactions(traj, joints=None, ax=None):
-    """Magnitude of the reaction force of each joint (or those in `joints`)."""
+    """Magnitude of the reaction force of each joint (or those in `joints`).
+
+    Example:
+
+        >>> import mbdjax as mbd
+        >>> from mbdjax import models, plotting
+        >>> ex = models.get("slider-crank")
+        >>> traj = mbd.simulate(ex.model, ex.q0, ex.qd0, t1=0.1, saveat=11, **ex.options)
+        >>> ax = plotting.plot_reactions(traj)
+        >>> [line.get_label() for line in ax.get_lines()]
+        ['crank_pin', 'drive', 'guide', 'rod_crank', 'rod_slider']
+    """
     ax = _axes(ax)
     t = np.asarray(traj.t)
     fns = (traj.model.reaction_fns or {}) if traj.model is not None else {}
@@ -101,7 +154,18 @@ def plot_reactions(traj, joints=None, ax=None):
 
 def plot_contact_path(traj, ax=None):
     """Path of each rolling contact point on its plane (global x, y), for models of the
-    spatial front end with contacts; the start is marked with a dot."""
+    spatial front end with contacts; the start is marked with a dot.
+
+    Example:
+
+        >>> import mbdjax as mbd
+        >>> from mbdjax import models, plotting
+        >>> ex = models.get("rolling-disk")
+        >>> traj = mbd.simulate(ex.model, ex.q0, ex.qd0, t1=0.5, saveat=11, **ex.options)
+        >>> ax = plotting.plot_contact_path(traj)
+        >>> ax.get_title(), len(ax.get_lines()[0].get_xdata())
+        ('contact path on the plane', 11)
+    """
     import jax
 
     ax = _axes(ax)
@@ -123,7 +187,18 @@ def plot_contact_path(traj, ax=None):
 
 def plot_network(traj, ax=None):
     """Node efforts (voltages, pressures: the junction multipliers) of a network model,
-    or, without multipliers, the flows of its stores."""
+    or, without multipliers, the flows of its stores.
+
+    Example:
+
+        >>> import mbdjax as mbd
+        >>> from mbdjax import models, plotting
+        >>> ex = models.get("rlc")
+        >>> traj = mbd.simulate(ex.model, ex.q0, ex.qd0, t1=1.0, saveat=11, **ex.options)
+        >>> ax = plotting.plot_network(traj)
+        >>> ax.get_title()
+        'node efforts (voltage, pressure)'
+    """
     ax = _axes(ax)
     table = (traj.model.metadata or {}).get("network", {}) if traj.model is not None else {}
     t = np.asarray(traj.t)
@@ -147,7 +222,18 @@ def plot_network(traj, ax=None):
 
 def plot_friction(traj, ax=None):
     """Force of each exact (stick–slip) friction element with its static limits
-    `±μ_s N` (dashed) and the sticking intervals shaded."""
+    `±μ_s N` (dashed) and the sticking intervals shaded.
+
+    Example:
+
+        >>> import mbdjax as mbd
+        >>> from mbdjax import models, plotting
+        >>> ex = models.get("stick-slip")
+        >>> traj = mbd.simulate(ex.model, ex.q0, ex.qd0, t1=3.0, saveat=11, **ex.options)
+        >>> ax = plotting.plot_friction(traj)
+        >>> [line.get_label() for line in ax.get_lines()][:1]
+        ['fr force']
+    """
     ax = _axes(ax)
     table = (traj.model.metadata or {}).get("network", {}) if traj.model is not None else {}
     t = np.asarray(traj.t)
@@ -176,6 +262,20 @@ def save_standard_plots(traj, out_dir, prefix=""):
     efforts of a network) and friction.png (stick–slip friction) where they apply.
 
     Returns the list of paths written.
+
+    Example:
+
+        >>> import jax.numpy as jnp, mbdjax as mbd
+        >>> from mbdjax import plotting
+        >>> pend = mbd.Model(("x", "y"), mass_diagonal=lambda p: jnp.ones(2),
+        ...                  potential=lambda q, t, p: 9.81 * q[1],
+        ...                  holonomic=lambda q, t, p: jnp.stack([0.5 * (q @ q - 1.0)]),
+        ...                  constraint_names=("rod",))
+        >>> traj = mbd.simulate(pend, jnp.array([0.6, -0.8]), jnp.zeros(2), t1=1.0, saveat=21)
+        >>> import os, tempfile
+        >>> paths = plotting.save_standard_plots(traj, tempfile.mkdtemp(), prefix="pendulum_")
+        >>> [os.path.basename(p) for p in paths]
+        ['pendulum_coordinates.png', 'pendulum_residuals.png', 'pendulum_energy.png']
     """
     plt = _pyplot()
     os.makedirs(out_dir, exist_ok=True)
