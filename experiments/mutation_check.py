@@ -74,7 +74,7 @@ def _run_tests(clone, tests):
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-m", "not slow", "-p", "no:cacheprovider",
                            *tests], cwd=clone, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - start
-    first = re.search(r"^FAILED (\S+)", proc.stdout, re.M)
+    first = re.search(r"^(?:FAILED|ERROR) (\S+)", proc.stdout, re.M)
     return proc.returncode != 0, (first.group(1) if first else None), wall, proc.stdout[-2000:]
 
 
