@@ -510,13 +510,24 @@ def fit(model, data, params0=None, *, free: Sequence[str], outputs, q0, qd0, wei
         outputs_at = _outputs_at_data(model, fn, paths, q0, simulate_kwargs)
 
         @jax.jit
-        def loss_and_grad(z):
-            def L(zz):
-                rr = (w * (outputs_at(from_free(zz), p0, q0, qd0, ts, checkpoint)[0] - d)).reshape(-1)
-                return 0.5 * rr @ rr
-            return jax.value_and_grad(L)(z)
+        def loss_value(zz):
+            rr = (w * (outputs_at(from_free(zz), p0, q0, qd0, ts, checkpoint)[0] - d)).reshape(-1)
+            return 0.5 * rr @ rr
+
+        # A line search (optax.lbfgs) differentiates `value_fn` itself, so it gets the
+        # plain loss, not a function that already holds a gradient computation.
+        loss_and_grad = jax.jit(jax.value_and_grad(loss_value))
 
         optimizer = optax.with_extra_args_support(optimizer)
+
+        @jax.jit
+        def update(z, state, loss, g):
+            # One compiled step: a line search's trial evaluations compile with it
+            # instead of being traced anew at every step.
+            updates, state = optimizer.update(g, state, z, value=loss, grad=g, value_fn=loss_value)
+            z_new = optax.apply_updates(z, updates)
+            return (z_new, state, *loss_and_grad(z_new))
+
         state = optimizer.init(z)
         loss, g = loss_and_grad(z)
         history.append(float(loss))
@@ -527,10 +538,7 @@ def fit(model, data, params0=None, *, free: Sequence[str], outputs, q0, qd0, wei
                 check_jacobian(J, z)
                 raise MbdjaxError("fit: the loss gradient is not finite (reverse mode) although the forward "
                                   "sensitivities are; try the default optimizer or a tighter rtol.")
-            updates, state = optimizer.update(g, state, z, value=loss, grad=g,
-                                              value_fn=lambda zz: loss_and_grad(zz)[0])
-            z_new = optax.apply_updates(z, updates)
-            loss_new, g = loss_and_grad(z_new)
+            z_new, state, loss_new, g = update(z, state, loss, g)
             drop = float(loss) - float(loss_new)
             z, loss = z_new, loss_new
             history.append(float(loss))
