@@ -19,18 +19,12 @@ import pytest
 BENCH = Path(__file__).resolve().parents[1] / "experiments" / "bench"
 sys.path.insert(0, str(BENCH))
 
+from _ci import require_module  # noqa: E402
 
 
 def _mujoco():
-    """MuJoCo, the twins' reference (in the `[test]` extra): skipped, saying so, only
-    outside CI; under CI=true a missing MuJoCo fails."""
-    import os
-
-    if os.environ.get("CI", "").lower() == "true":
-        import mujoco
-
-        return mujoco
-    return pytest.importorskip("mujoco", reason="MuJoCo is not installed (pip install -e '.[test]')")
+    """MuJoCo, the twins' reference (in the `[test]` extra; skipped only outside CI)."""
+    return require_module("mujoco", "pip install -e '.[test]'")
 
 
 def _accelerations(model, q, qd):
@@ -141,7 +135,7 @@ def test_quick_run_without_mujoco_peers(tmp_path):
 
 @pytest.mark.slow
 def test_quick_run_with_mujoco(tmp_path):
-    pytest.importorskip("mujoco")
+    _mujoco()
     text, plot, _ = _run(tmp_path, "--no-wp")
     rows = _rows(text, "chain N=2") + _rows(text, "four-bar")
     for name in ("mbdjax simulate", "mbdjax simulate_batch", "MuJoCo mj_step RK4", "MuJoCo rollout RK4",

@@ -1,8 +1,6 @@
 """Massless (resistive) loops with first-order dynamics, junction diodes and bipolar
 transistors: closed forms, ngspice and finite differences."""
 
-import os
-import shutil
 import subprocess
 
 import jax
@@ -14,6 +12,8 @@ import mbdjax as mbd
 from mbdjax import models
 from mbdjax.network import Network
 from mbdjax.network._laws import junction_content, junction_current, junction_voltage
+
+from _ci import require_program
 
 jax.config.update("jax_enable_x64", True)
 
@@ -136,13 +136,8 @@ def test_network_builder_rejects_bad_semiconductors():
 
 
 # ------------------------------------------------------------------ ngspice
-# The only numerical check of the diode and the transistor: skipped, saying so, only
-# outside CI; where CI=true (set by .ci/run) a missing ngspice fails the run.
-NGSPICE = shutil.which("ngspice")
-IN_CI = os.environ.get("CI", "").lower() == "true"
-needs_ngspice = pytest.mark.skipif(
-    NGSPICE is None and not IN_CI,
-    reason="ngspice is not installed (Debian: apt-get install ngspice; .ci/run installs it)")
+# The only numerical check of the diode and the transistor (skipped only outside CI).
+NGSPICE_INSTALL = "Debian: apt-get install ngspice; .ci/run installs it"
 
 RECTIFIER = """half-wave rectifier
 V1 in 0 SIN(0 5 50)
@@ -182,11 +177,11 @@ wrdata {out} v(b) v(e) v(c)
 
 def _ngspice(netlist, tmp_path, columns):
     """Run ngspice in batch mode; returns `(t, [v_node, ...])` on its linearized grid."""
-    assert NGSPICE is not None, "CI=true but ngspice is not installed: .ci/run must install it"
+    ngspice = require_program("ngspice", NGSPICE_INSTALL)
     out = tmp_path / "out.txt"
     cir = tmp_path / "circuit.cir"
     cir.write_text(netlist.format(out=out))
-    run = subprocess.run([NGSPICE, "-b", str(cir)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    run = subprocess.run([ngspice, "-b", str(cir)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert out.exists(), f"ngspice failed:\n{run.stdout}\n{run.stderr}"
     data = np.loadtxt(out)
     return data[:, 0], [data[:, 2 * k + 1] for k in range(columns)]
@@ -197,7 +192,6 @@ def _simulate_example(ex, ts, params=None):
                         params=params, max_steps=100_000, **ex.options)
 
 
-@needs_ngspice
 def test_diode_rectifier_matches_ngspice(tmp_path):
     """Output node of the half-wave rectifier over three periods against ngspice
     (tightened tolerances, 2 µs steps): within 1e-4 of the peak voltage, the README's
@@ -212,7 +206,6 @@ def test_diode_rectifier_matches_ngspice(tmp_path):
     assert float(jnp.max(jnp.abs(power["residual"]))) < 1e-9 * float(jnp.max(jnp.abs(power["R1"])))
 
 
-@needs_ngspice
 def test_common_emitter_matches_ngspice(tmp_path):
     """Base, emitter and collector voltages of the common-emitter stage, from
     saturation at power-on into the amplifying region, against ngspice's Gummel–Poon
