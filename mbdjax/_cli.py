@@ -9,25 +9,27 @@ import sys
 import time
 
 
-def _examples():
+def _example(name):
+    """The built example `name` (validated against the static catalogue first)."""
     from . import models
 
-    return models
+    return models.get(name)
 
 
 def _cmd_list(args):
-    models = _examples()
-    width = max(len(k) for k in models.EXAMPLES)
-    for name in sorted(models.EXAMPLES):
-        ex = models.get(name)
-        print(f"{name.ljust(width)}  n={ex.model.n:<3d} m={ex.model.m:<3d}  {ex.description}")
+    from .models._catalogue import FACTS
+
+    width = max(len(k) for k in FACTS)
+    for name in sorted(FACTS):
+        f = FACTS[name]
+        print(f"{name.ljust(width)}  n={f.n:<3d} m={f.m:<3d}  {f.description}")
     return 0
 
 
 def _cmd_check(args):
     from ._checks import check
 
-    ex = _examples().get(args.name)
+    ex = _example(args.name)
     report = check(ex.model, ex.q0)
     print(f"{ex.name}: {ex.description}")
     print(report)
@@ -59,7 +61,7 @@ def _cmd_run(args):
     from ._integrate import simulate
     from .plotting import save_standard_plots
 
-    ex = _examples().get(args.name)
+    ex = _example(args.name)
     out = args.out or os.path.join("mbdjax-runs", ex.name)
     if not _prepare_out(out, args.force):
         return 2
@@ -192,8 +194,36 @@ def build_parser():
     return parser
 
 
+def _usage_error(args):
+    """What is wrong with the command line, found before any model is built or JAX
+    starts (the example name, the numbers, the config file), or None."""
+    import math
+
+    from .models._catalogue import FACTS
+
+    name = getattr(args, "name", None)
+    if name is not None and name not in FACTS:
+        close = [k for k in sorted(FACTS) if name.lower() in k or k in name.lower()]
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        return f"no example named {name!r}; {hint}`mbdjax list` shows all {len(FACTS)}."
+    t1 = getattr(args, "t1", None)
+    if t1 is not None and not (math.isfinite(t1) and t1 > 0):
+        return f"--t1 must be a positive number of seconds, got {t1:g}."
+    points = getattr(args, "points", None)
+    if points is not None and points < 2:
+        return f"--points must be at least 2 (the start and the end), got {points}."
+    config = getattr(args, "config", None)
+    if config is not None and not os.path.isfile(config):
+        return f"config file {config!r} does not exist."
+    return None
+
+
 def main(argv=None):
     args = build_parser().parse_args(argv)
+    problem = _usage_error(args)
+    if problem is not None:
+        print(f"mbdjax {args.command}: {problem}", file=sys.stderr)
+        return 2
     from ._errors import MbdjaxError
 
     try:

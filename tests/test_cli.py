@@ -13,6 +13,7 @@ def test_list(capsys):
     assert main(["list"]) == 0
     out = capsys.readouterr().out
     assert "slider-crank" in out and "four-bar" in out and "double-pendulum" in out
+    assert "n=63  m=62" in out            # n-four-bar: 10 loops, from the static catalogue
 
 
 def test_check_exit_codes(capsys):
@@ -20,7 +21,51 @@ def test_check_exit_codes(capsys):
     assert "verdict" in capsys.readouterr().out
     assert main(["check", "parallelogram-redundant"]) == 1
     assert main(["check", "no-such-example"]) == 2
-    assert "available" in capsys.readouterr().err
+    assert "`mbdjax list` shows all" in capsys.readouterr().err
+
+
+USAGE = r"""
+import sys
+from mbdjax import models
+from mbdjax._cli import main
+
+def refuse(*args, **kwargs):
+    raise AssertionError("a model was built")
+
+models.get = refuse
+for name in list(models.EXAMPLES):
+    models.EXAMPLES[name] = refuse
+codes = [main(["list"]), main(["run", "four-barr"]), main(["check", "tripple-pendulum"]),
+         main(["run", "four-bar", "--t1", "0"]), main(["run", "four-bar", "--t1", "nan"]),
+         main(["run", "--points", "1"]), main(["fit", "missing.toml"]), main(["sweep", "missing.toml"])]
+print("CODES", codes)
+heavy = sorted(k for k in sys.modules if k.split(".")[0] in ("matplotlib", "optax")
+               or k.startswith(("mbdjax.planar", "mbdjax.spatial", "mbdjax.network", "mbdjax.plotting"))
+               or (k.startswith("mbdjax.models._") and k not in ("mbdjax.models._catalogue", "mbdjax.models._example")))
+print("HEAVY", heavy)
+"""
+
+
+def test_usage_errors_come_before_any_model_is_built(tmp_path):
+    """`mbdjax list` and the command-line mistakes (unknown example, t1 ≤ 0 or NaN,
+    fewer than 2 points, a missing config file) are answered from the static
+    catalogue: in a fresh process whose model builders all raise, list prints and every
+    mistake gets exit code 2 with a message; no front end, model builder, plotting or
+    optax module is imported."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", USAGE], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "CODES [0, 2, 2, 2, 2, 2, 2, 2]" in proc.stdout, proc.stdout + proc.stderr
+    assert "HEAVY []" in proc.stdout, proc.stdout
+    err = proc.stderr
+    assert "no example named 'four-barr'; did you mean 'four-bar'?" in err
+    assert "no example named 'tripple-pendulum'" in err
+    assert "--t1 must be a positive number of seconds, got 0" in err and "got nan" in err
+    assert "--points must be at least 2" in err
+    assert "mbdjax fit: config file 'missing.toml' does not exist" in err
+    assert "mbdjax sweep: config file 'missing.toml' does not exist" in err
 
 
 def test_run_writes_outputs_and_protects_the_folder(tmp_path, capsys):

@@ -29,6 +29,17 @@ def test_cli_names_are_present():
         assert name in models.EXAMPLES
 
 
+def test_static_catalogue_matches_the_built_examples(examples):
+    """`models.FACTS` (what `mbdjax list` prints without building anything) holds each
+    built example's n, m and description; regenerate it with
+    `python -m mbdjax.models._catalogue` after changing an example."""
+    assert set(models.FACTS) == set(examples)
+    for name, ex in examples.items():
+        facts = models.FACTS[name]
+        assert (facts.n, facts.m, facts.description) == (ex.model.n, ex.model.m, ex.description), name
+        assert ex.name == name
+
+
 def test_get_unknown_name_lists_the_examples():
     with pytest.raises(mbd.ModelError) as info:
         models.get("tripple-pendulum")

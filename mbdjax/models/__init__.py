@@ -4,7 +4,9 @@ experiments, the tests and the benchmark.
 Every function returns an `Example` (model, consistent initial state, end time, and
 the planar or spatial `Mechanism` or the `Network` it was built from, None for
 generic Models). `EXAMPLES` maps the CLI names to
-zero-argument constructors; `get(name)` builds one.
+zero-argument constructors; `get(name)` builds one. `FACTS` holds each example's
+coordinate and constraint counts and description, known without building it (what
+`mbdjax list` prints); a builder's module is imported only when its example is built.
 
     >>> from mbdjax import models
     >>> ex = models.get("double-pendulum")
@@ -14,44 +16,37 @@ zero-argument constructors; `get(name)` builds one.
 
 from __future__ import annotations
 
-from .._errors import ModelError
-from ._example import Example as Example
-from ._elliptic import elliptic_pendulum as elliptic_pendulum
-from ._four_bar import four_bar as four_bar, massless_link_four_bar as massless_link_four_bar
-from ._four_bar import parallelogram_redundant as parallelogram_redundant
-from ._rolling_disk import rolling_disk as rolling_disk
-from ._networks import common_emitter as common_emitter, dc_motor_crank as dc_motor_crank, rlc as rlc
-from ._networks import diode_rectifier as diode_rectifier, stick_slip as stick_slip
-from ._spatial import disk as disk, heavy_top as heavy_top, quasi_velocities as quasi_velocities
-from ._spatial import rolling_hemisphere as rolling_hemisphere
-from ._andrews import andrews as andrews
-from ._iftomm import bricard as bricard, n_four_bar as n_four_bar
-from ._pendulums import double_pendulum as double_pendulum, pendulum_chain as pendulum_chain
-from ._slider_crank import slider_crank as slider_crank, slider_crank_dead_centre as slider_crank_dead_centre
+import importlib
 
-EXAMPLES = {
-    "slider-crank": lambda: slider_crank(driven=True),
-    "slider-crank-free": lambda: slider_crank(driven=False),
-    "four-bar": four_bar,
-    "double-pendulum": double_pendulum,
-    "elliptic-pendulum": elliptic_pendulum,
-    "pendulum-chain": lambda: pendulum_chain(5),
-    "rolling-disk-generic": rolling_disk,
-    "top": heavy_top,
-    "rolling-disk": disk,
-    "rolling-hemisphere": rolling_hemisphere,
-    "rlc": rlc,
-    "dc-motor-crank": dc_motor_crank,
-    "diode-rectifier": diode_rectifier,
-    "common-emitter": common_emitter,
-    "stick-slip": stick_slip,
-    "massless-four-bar": massless_link_four_bar,
-    "parallelogram-redundant": parallelogram_redundant,
-    "slider-crank-dead-centre": slider_crank_dead_centre,
-    "n-four-bar": n_four_bar,
-    "bricard": bricard,
-    "andrews": andrews,
+from .._errors import ModelError
+from ._catalogue import BUILDERS as _BUILDERS, FACTS as FACTS, builder as _builder
+from ._example import Example as Example
+
+#: CLI name -> zero-argument constructor; a builder's module (and its front end) is
+#: imported only when the example is built.
+EXAMPLES = {name: _builder(name) for name in _BUILDERS}
+
+# The builder functions, importable as `models.four_bar` etc. without importing every
+# front end with the package.
+_FUNCTIONS = {
+    "andrews": "_andrews", "bricard": "_iftomm", "common_emitter": "_networks", "dc_motor_crank": "_networks",
+    "diode_rectifier": "_networks", "disk": "_spatial", "double_pendulum": "_pendulums",
+    "elliptic_pendulum": "_elliptic", "four_bar": "_four_bar", "heavy_top": "_spatial",
+    "massless_link_four_bar": "_four_bar", "n_four_bar": "_iftomm", "parallelogram_redundant": "_four_bar",
+    "pendulum_chain": "_pendulums", "quasi_velocities": "_spatial", "rlc": "_networks",
+    "rolling_disk": "_rolling_disk", "rolling_hemisphere": "_spatial", "slider_crank": "_slider_crank",
+    "slider_crank_dead_centre": "_slider_crank", "stick_slip": "_networks",
 }
+
+
+def __getattr__(name):
+    if name in _FUNCTIONS:
+        return getattr(importlib.import_module(f"{__name__}.{_FUNCTIONS[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_FUNCTIONS))
 
 
 _BUILT: dict[str, Example] = {}
@@ -80,7 +75,7 @@ def get(name: str) -> Example:
 
 
 __all__ = [
-    "EXAMPLES", "Example", "andrews", "bricard", "dc_motor_crank", "disk", "double_pendulum", "elliptic_pendulum", "four_bar", "get", "heavy_top",
+    "EXAMPLES", "Example", "FACTS", "andrews", "bricard", "dc_motor_crank", "disk", "double_pendulum", "elliptic_pendulum", "four_bar", "get", "heavy_top",
     "massless_link_four_bar", "n_four_bar", "parallelogram_redundant", "pendulum_chain", "quasi_velocities", "rlc", "diode_rectifier", "common_emitter", "stick_slip", "rolling_disk",
     "rolling_hemisphere", "slider_crank", "slider_crank_dead_centre",
 ]
