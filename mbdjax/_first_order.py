@@ -43,7 +43,6 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-import scipy.linalg
 
 from . import _dynamics as dyn
 from . import _kinematics as kin
@@ -100,6 +99,8 @@ def first_order_structure(model, p, q0, t0):
             # a sum of larger currents).
             Qv = np.asarray(jax.jacfwd(lambda v: dyn.forcing(model, q, v, t, pe))(jnp.zeros(model.n)))
             weight = 1.0 / (1.0 + np.abs(np.diag(Qv)[massless]))
+            import scipy.linalg   # on first use: it is not needed to import mbdjax
+
             _, _, cpiv = scipy.linalg.qr(B0 * weight[None, :], pivoting=True, mode="economic")
             dependent = np.sort(massless[cpiv[:r0]])
             _, _, rpiv = scipy.linalg.qr(B0[:, np.searchsorted(massless, dependent)].T, pivoting=True,

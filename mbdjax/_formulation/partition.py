@@ -11,7 +11,6 @@ import diffrax
 import jax
 import jax.numpy as jnp
 import numpy as np
-import scipy.linalg
 
 from .. import _kinematics as kin
 from .._errors import SimulationError
@@ -26,6 +25,8 @@ def pivoted_dependent(B, coordinates):
     """Names of `m` coordinates whose columns of `B` are best conditioned (column-pivoted
     QR of B: the first `m` pivots), a good dependent set `q̄` at this configuration."""
     m = B.shape[0]
+    import scipy.linalg   # on first use: it is not needed to import mbdjax
+
     _, _, piv = scipy.linalg.qr(np.asarray(B), pivoting=True, mode="economic")
     return tuple(coordinates[k] for k in sorted(piv[:m]))
 
