@@ -19,6 +19,8 @@ from scipy.integrate import solve_ivp
 import mbdjax as mbd
 from mbdjax.planar import Mechanism
 
+from _references import double_pendulum_rhs
+
 M_, L_, G_ = 1.0, 1.0, 9.81
 TH0 = np.array([0.6, -0.4])
 T1 = 5.0
@@ -27,12 +29,7 @@ TOL = dict(rtol=1e-11, atol=1e-12)
 
 
 def _hand_rhs(t, y):
-    th1, th2, w1, w2 = y
-    s, c = np.sin(th1 - th2), np.cos(th1 - th2)
-    Mm = np.array([[4 / 3, 0.5 * c], [0.5 * c, 1 / 3]]) * M_ * L_**2
-    rhs = -0.5 * M_ * L_**2 * s * np.array([w2**2, -(w1**2)]) - M_ * G_ * L_ * np.array(
-        [1.5 * np.sin(th1), 0.5 * np.sin(th2)])
-    return np.concatenate([[w1, w2], np.linalg.solve(Mm, rhs)])
+    return double_pendulum_rhs(t, y, M_, L_, G_)
 
 
 @pytest.fixture(scope="module")
