@@ -11,7 +11,7 @@ from scipy.integrate import solve_ivp
 import mbdjax as mbd
 from mbdjax.models import double_pendulum
 
-from _common import out_path, plt
+from _common import check, finish, out_path, plt
 
 
 def hand_rhs(t, y, m=1.0, l=1.0, g=9.81):
@@ -36,6 +36,7 @@ def main(t1=5.0):
     print(f"double pendulum over {t1} s: max angle difference to the two-angle Lagrangian {err:.2e} rad; "
           f"energy drift {np.max(np.abs(e - e[0])):.1e} J; max |Φ| "
           f"{float(jnp.max(jnp.abs(tr.position_residual()))):.1e}")
+    check(f"max angle difference over {t1:g} s [rad]", err, 5e-11)
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), constrained_layout=True)
     axes[0].plot(ts, th[:, 0], label="θ1 (mbdjax)")
     axes[0].plot(ts, th[:, 1], label="θ2 (mbdjax)")
@@ -51,3 +52,4 @@ def main(t1=5.0):
 
 if __name__ == "__main__":
     main()
+    finish()

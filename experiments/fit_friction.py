@@ -21,7 +21,7 @@ import numpy as np
 import mbdjax as mbd
 from mbdjax.network import Network
 
-from _common import out_path, plt
+from _common import check, finish, out_path, plt
 
 TRUE = {"mu_k": 0.3, "c": 1.5}
 
@@ -59,12 +59,15 @@ def main():
           / (2 * h * float(theta0[j])) for j in range(2)]
     print(f"loss gradient at the start: dL/dμ_k = {grad[0]:.6e} (central differences {fd[0]:.6e}), "
           f"dL/dc = {grad[1]:.6e} ({fd[1]:.6e})")
+    for j, (name, bound) in enumerate(zip(free, (1e-4, 1e-3))):
+        check(f"dL/d{name} vs central differences, relative", abs(grad[j] - fd[j]) / abs(fd[j]), bound)
     res = mbd.fit(model, data, start, free=free, outputs=("x.x",), q0=x0, qd0=v0, log_every=5, **kw)
     print(res.report())
     for j, name in enumerate(free):
         truth = TRUE["mu_k"] if j == 0 else TRUE["c"]
         print(f"{name}: {res.values[j]:.5f} ± {res.std_errors[j]:.5f} (truth {truth}, "
               f"{abs(res.values[j] - truth) / res.std_errors[j]:.1f} standard errors)")
+        check(f"{name} |estimate − truth| / SE", abs(res.values[j] - truth) / res.std_errors[j], 3.0)
     fitted = mbd.simulate(model, x0, v0, t1=ts[-1], saveat=ts, params=res.params, **kw)
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(7, 6), constrained_layout=True)
     ax1.plot(ts, noisy, ".", ms=3, label="measured (1 % noise)")
@@ -83,3 +86,4 @@ def main():
 
 if __name__ == "__main__":
     main()
+    finish()

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import mbdjax as mbd
 from mbdjax import models
 
-from _common import out_path
+from _common import check, finish, out_path
 
 EXAMPLES = ["slider-crank-free", "four-bar", "double-pendulum", "elliptic-pendulum", "rolling-disk-generic"]
 FORMULATIONS = {"augmented": mbd.Augmented(), "nullspace": mbd.NullSpace(), "multiplier_free": mbd.MultiplierFree(),
@@ -39,11 +39,12 @@ def main():
             "|---|---|---|---|---|---|---|---|"]
     for name in EXAMPLES:
         ex = models.get(name)
-        ref = None
+        ref, worst = None, 0.0
         for label, form in FORMULATIONS.items():
             tr, wall = run(ex, form)
             ref = tr if ref is None else ref
             dq = float(jnp.max(jnp.abs(tr.q - ref.q)))
+            worst = max(worst, dq)
             pos = float(jnp.max(jnp.abs(tr.position_residual())))
             vel = float(jnp.max(jnp.abs(tr.velocity_residual())))
             eqs = form.equation_count(ex.model)
@@ -56,10 +57,15 @@ def main():
             rows.append(f"| {name} | {label} | {dq:.1e} | {pos:.1e} | {vel:.1e} | {int(tr.num_steps)} | "
                         f"{wall * 1e3:.1f} | {eqs} ({unknowns}) |")
             print(rows[-1], flush=True)
+        check(f"{name}: max |Δq| of every formulation vs augmented", worst, 1e-7)
+        if name == "elliptic-pendulum":  # the README's equation counts, 3 against 5
+            for label, count in (("multiplier_free", 3), ("augmented", 5)):
+                check(f"{name}: {label} equations", FORMULATIONS[label].equation_count(ex.model), count, lower=count)
     table = "\n".join(rows)
     with open(out_path("formulations.md"), "w") as fh:
         fh.write(table + "\n")
     print(f"\ntable: {out_path('formulations.md')}")
+    finish()
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import numpy as np
 import mbdjax as mbd
 from mbdjax.models import four_bar
 
-from _common import out_path, plt
+from _common import check, finish, out_path, plt
 
 
 def main():
@@ -28,6 +28,8 @@ def main():
     sig = [mbd.check(model, np.asarray(qk)).sigma_min for qk in tr.q[::25]]
     print(f"{ex.t1} s: {int(tr.num_steps)} steps; energy drift {drift:.2e} (relative to max T); "
           f"loop closure {closure:.1e} m; min σ_min(Φ_q) along the motion {min(sig):.3f}")
+    check("energy drift / max T", drift, 1e-9)
+    check("loop closure [m]", closure, 1e-14)
     # coupler midpoint path
     cx, cy = tr.coordinate("coupler.x"), tr.coordinate("coupler.y")
     fig, axes = plt.subplots(1, 3, figsize=(14, 4), constrained_layout=True)
@@ -46,3 +48,4 @@ def main():
 
 if __name__ == "__main__":
     main()
+    finish()

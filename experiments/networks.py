@@ -19,7 +19,7 @@ import mbdjax as mbd
 from mbdjax import models
 from mbdjax.models._networks import rlc_capacitor_voltage
 
-from _common import out_path, plt
+from _common import check, finish, out_path, plt
 
 TIGHT = dict(rtol=1e-10, atol=1e-12)
 
@@ -37,6 +37,8 @@ def rlc(quick=False):
         zeta = R / 2 * math.sqrt(0.25 / 0.5)
         print(f"RLC R = {R:g} Ω (ζ = {zeta:.2f}): capacitor voltage within {err:.1e} V of the closed form; "
               f"power balance residual {audit:.1e} W")
+        check(f"RLC R = {R:g}: max |v_C − closed form| [V]", err, 2e-10)
+        check(f"RLC R = {R:g}: power balance residual [W]", audit, 1e-14)
         ax.plot(t, v, label=f"R = {R:g} Ω (ζ = {zeta:.2f})")
     ax.set(title="series RLC: capacitor voltage after a 1 V step", xlabel="t [s]", ylabel="v_C [V]")
     ax.legend()
@@ -59,6 +61,7 @@ def motor_crank(quick=False):
     print(f"DC motor on the slider-crank: augmented and null space agree to "
           f"{float(jnp.max(jnp.abs(a.q - b.q))):.1e} in q; final crank speed "
           f"{float(a.velocity('crank.phi')[-1]):.2f} rad/s, current {float(a.flow('dcm')[-1, 0]):.3f} A")
+    check("motor crank: augmented vs null space max |Δq|", jnp.max(jnp.abs(a.q - b.q)), 1e-10)
     fig, axes = plt.subplots(1, 3, figsize=(15, 4), constrained_layout=True)
     axes[0].plot(t, a.velocity("crank.phi"))
     axes[0].set(title="crank speed", xlabel="t [s]", ylabel="rad/s")
@@ -82,6 +85,7 @@ def main():
     quick = parser.parse_args().quick
     for path in (rlc(quick), motor_crank(quick)):
         print(f"plot: {path}")
+    finish()
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import mbdjax as mbd
 from mbdjax.models import slider_crank
 from mbdjax.models._slider_crank import L_ROD, R_CRANK
 
-from _common import out_path, plt
+from _common import check, finish, out_path, plt
 
 
 def closed_form(theta, omega, r=R_CRANK, L=L_ROD):
@@ -54,6 +54,10 @@ def main():
     print(f"free slider-crank, {free.t1} s: {int(tr.num_steps)} steps, {time.perf_counter() - t0:.2f} s "
           f"(with compilation); max |Φ| {float(jnp.max(jnp.abs(tr.position_residual()))):.1e}, "
           f"max |Φ_q q̇ − ν| {float(jnp.max(jnp.abs(tr.velocity_residual()))):.1e}")
+    for label, e in zip(("x", "v", "a"), err):
+        check(f"driven {label} vs closed form", e, 1e-14)
+    check("free max |Φ|", jnp.max(jnp.abs(tr.position_residual())), 1e-13)
+    check("free max |Φ_q q̇ − ν|", jnp.max(jnp.abs(tr.velocity_residual())), 1e-13)
 
     fig, axes = plt.subplots(2, 2, figsize=(11, 7), constrained_layout=True)
     axes[0, 0].plot(ts, q[:, i], label="kinematic analysis")
@@ -78,3 +82,4 @@ def main():
 
 if __name__ == "__main__":
     main()
+    finish()

@@ -28,7 +28,7 @@ from mbdjax import models
 from mbdjax.models import _spatial as sp
 from mbdjax.spatial import body_poses, contact_kinematics
 
-from _common import out_path, plt
+from _common import check, finish, out_path, plt
 
 TIGHT = dict(rtol=1e-10, atol=1e-12)
 SPAN = {"full": 5.0}  # seconds of motion; --quick shortens it
@@ -78,6 +78,7 @@ def top():
     theta = np.asarray(tr.coordinate("top.theta"))
     print(f"top, steady precession (φ̇ = {sp.top_precession_rate(0.5, 60.0):.4f} rad/s from the closed form): "
           f"θ varies by {np.ptp(theta):.1e} rad over {SPAN['full']:g} s")
+    check("steady top: θ range [rad]", np.ptp(theta), 1e-12)
     ex = sp.heavy_top(precession=0.0)
     tr = mbd.simulate(ex.model, ex.q0, ex.qd0, t1=SPAN["full"], saveat=201, **TIGHT)
     p = ex.model.params
@@ -92,6 +93,9 @@ def top():
     print(f"top, released without precession: nutation {np.ptp(np.asarray(tr.coordinate('top.theta'))):.3f} rad; "
           f"relative drift of E {relative_drift(tr.energy()):.1e}, p_φ {relative_drift(mom[:, 0]):.1e}, "
           f"p_ψ {relative_drift(mom[:, 1]):.1e}")
+    check("nutating top: relative drift of E", relative_drift(tr.energy()), 5e-12)
+    check("nutating top: relative drift of p_φ", relative_drift(mom[:, 0]), 5e-12)
+    check("nutating top: relative drift of p_ψ", relative_drift(mom[:, 1]), 5e-12)
     return figure(ex, tr, "nutating top", "spatial_top.png")
 
 
@@ -101,6 +105,7 @@ def disk():
     _, slip = contact_path(ex, tr, "contact")
     print(f"disk, steady circular rolling: tilt varies by {np.ptp(np.asarray(tr.coordinate('disk.theta'))):.1e} "
           f"rad over {SPAN['full']:g} s; energy drift {relative_drift(tr.energy()):.1e}; contact velocity {slip:.1e} m/s")
+    check("steady disk: tilt range [rad]", np.ptp(np.asarray(tr.coordinate("disk.theta"))), 5e-13)
     path = figure(ex, tr, "rolling disk", "spatial_disk.png", contact="contact")
     crit = sp.disk_critical_spin()
     for factor in (1.3, 1.1, 0.9, 0.7) if SPAN["full"] >= 5 else (1.3, 0.7):
@@ -109,6 +114,10 @@ def disk():
         tilt = float(jnp.max(jnp.abs(t2.coordinate("disk.theta") - math.pi / 2)))
         print(f"  upright at {factor:.1f} × Ω_c (Ω_c = {crit:.3f} rad/s): largest tilt {tilt:.3f} rad "
               f"({'stays up' if tilt < 0.05 else 'falls'})")
+        if factor > 1:
+            check(f"upright disk at {factor:.1f} × Ω_c stays up: largest tilt [rad]", tilt, 0.05)
+        else:
+            check(f"upright disk at {factor:.1f} × Ω_c falls: largest tilt [rad]", tilt, lower=0.05)
     return path
 
 
@@ -121,6 +130,9 @@ def hemisphere():
     _, slip = contact_path(ex, tr, "base")
     print(f"rolling hemisphere: energy drift {relative_drift(tr.energy()):.1e}; contact velocity {slip:.1e} m/s; "
           f"quasi-velocities u = ω' against augmented: max |Δq| {float(jnp.max(jnp.abs(qv.q - tr.q))):.1e}")
+    check("hemisphere: relative energy drift", relative_drift(tr.energy()), 2e-11)
+    check("hemisphere: contact velocity [m/s]", slip, 1e-14)
+    check("hemisphere: quasi-velocity vs augmented max |Δq|", jnp.max(jnp.abs(qv.q - tr.q)), 5e-10)
     return figure(ex, tr, "rolling hemisphere", "spatial_hemisphere.png", contact="base")
 
 
@@ -131,6 +143,7 @@ def main():
         SPAN["full"] = 1.0
     for path in (top(), disk(), hemisphere()):
         print(f"plot: {path}")
+    finish()
 
 
 if __name__ == "__main__":
