@@ -3,17 +3,26 @@
 Every system is a constrained Lagrangian `Model` in generalized coordinates; front
 ends (`mbdjax.planar`) compile into it, formulations consume it, and `simulate` is one
 pure, jit-compiled, differentiable call.
+
+Importing mbdjax sets up JAX (float64, XLA's CPU settings) but loads the parts of the
+library only when they are first used (`mbdjax.simulate`, `from mbdjax import fit`, ...),
+so a command that needs none of them (`mbdjax list`) starts at once.
 """
+
+import importlib as _importlib
+import os as _os
+import sys as _sys
 
 from . import _xla_cpu as _xla_cpu
 
 _xla_cpu.apply()  # before JAX starts its backend: XLA reads its flags only then
 
-import jax as _jax  # noqa: E402
-
-_jax.config.update("jax_enable_x64", True)
-
-from importlib.metadata import PackageNotFoundError as _PNF, version as _version  # noqa: E402
+# float64 throughout: through the environment when JAX is not imported yet (it reads
+# the variable at import), through its config when it is.
+if "jax" in _sys.modules:
+    _sys.modules["jax"].config.update("jax_enable_x64", True)
+else:
+    _os.environ["JAX_ENABLE_X64"] = "1"
 
 from ._errors import (  # noqa: E402
     InitialConditionError as InitialConditionError,
@@ -21,37 +30,57 @@ from ._errors import (  # noqa: E402
     ModelError as ModelError,
     SimulationError as SimulationError,
 )
-from ._model import Model as Model  # noqa: E402
-from ._formulation import (  # noqa: E402
-    AbstractFormulation as AbstractFormulation,
-    Augmented as Augmented,
-    AugmentedLagrangian as AugmentedLagrangian,
-    MultiplierFree as MultiplierFree,
-    NullSpace as NullSpace,
-    QuasiVelocity as QuasiVelocity,
-)
-from ._stabilization import (  # noqa: E402
-    AbstractStabilization as AbstractStabilization,
-    Baumgarte as Baumgarte,
-    NoStabilization as NoStabilization,
-    Projection as Projection,
-)
-from ._trajectory import Trajectory as Trajectory  # noqa: E402
-from ._integrate import simulate as simulate  # noqa: E402
-from ._rk import UnrolledRK as UnrolledRK  # noqa: E402
-from ._batch import simulate_batch as simulate_batch  # noqa: E402
-from ._sweep import sweep as sweep, sweep_grid as sweep_grid  # noqa: E402
-from ._sweep_store import SweepResult as SweepResult, load_sweep as load_sweep  # noqa: E402
-from ._xla_cpu import loop_setting as xla_loop_setting, thread_setting as xla_thread_setting  # noqa: E402
-from ._kinematics import kinematic_analysis as kinematic_analysis  # noqa: E402
-from ._checks import CheckReport as CheckReport, check as check  # noqa: E402
-from ._redundancy import RowSelection as RowSelection, select_rows as select_rows  # noqa: E402
-from ._initial import initial_conditions as initial_conditions  # noqa: E402
-from ._sensitivity import Sensitivity as Sensitivity, sensitivity as sensitivity  # noqa: E402
-from ._fit import FitResult as FitResult, fit as fit, fit_loss as fit_loss  # noqa: E402
-from . import _kinematics as kinematics  # noqa: E402
 
-try:
-    __version__ = _version("mbdjax")
-except _PNF:  # pragma: no cover - running from a source tree
-    __version__ = "0.0.0"
+#: public name -> the module that defines it (imported on first use)
+_LAZY = {
+    "Model": "._model",
+    "AbstractFormulation": "._formulation", "Augmented": "._formulation",
+    "AugmentedLagrangian": "._formulation", "MultiplierFree": "._formulation", "NullSpace": "._formulation",
+    "QuasiVelocity": "._formulation",
+    "AbstractStabilization": "._stabilization", "Baumgarte": "._stabilization",
+    "NoStabilization": "._stabilization", "Projection": "._stabilization",
+    "Trajectory": "._trajectory",
+    "simulate": "._integrate",
+    "UnrolledRK": "._rk",
+    "simulate_batch": "._batch",
+    "sweep": "._sweep", "sweep_grid": "._sweep",
+    "SweepResult": "._sweep_store", "load_sweep": "._sweep_store",
+    "kinematic_analysis": "._kinematics",
+    "CheckReport": "._checks", "check": "._checks",
+    "RowSelection": "._redundancy", "select_rows": "._redundancy",
+    "initial_conditions": "._initial",
+    "Sensitivity": "._sensitivity", "sensitivity": "._sensitivity",
+    "FitResult": "._fit", "fit": "._fit", "fit_loss": "._fit",
+}
+_RENAMED = {"xla_loop_setting": ("._xla_cpu", "loop_setting"), "xla_thread_setting": ("._xla_cpu", "thread_setting"),
+            "kinematics": ("._kinematics", None)}
+_SUBPACKAGES = ("models", "planar", "spatial", "network", "plotting")
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        value = getattr(_importlib.import_module(_LAZY[name], __name__), name)
+    elif name in _RENAMED:
+        module, attr = _RENAMED[name]
+        value = _importlib.import_module(module, __name__)
+        value = value if attr is None else getattr(value, attr)
+    elif name in _SUBPACKAGES:
+        value = _importlib.import_module(f".{name}", __name__)
+    elif name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            value = version("mbdjax")
+        except PackageNotFoundError:  # pragma: no cover - running from a source tree
+            value = "0.0.0"
+    else:
+        raise AttributeError(f"module 'mbdjax' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY) | set(_RENAMED) | set(_SUBPACKAGES))
+
+
+__all__ = sorted([*_LAZY, *_RENAMED, "InitialConditionError", "MbdjaxError", "ModelError", "SimulationError"])

@@ -140,6 +140,10 @@ def with_loop_bytes(flags: str, n: int) -> str:
 
 
 def _backend_started() -> bool:
+    import sys
+
+    if "jax" not in sys.modules:        # JAX not even imported: its backend cannot run
+        return False
     try:
         from jax._src import xla_bridge
 

@@ -39,9 +39,11 @@ codes = [main(["list"]), main(["run", "four-barr"]), main(["check", "tripple-pen
          main(["run", "four-bar", "--t1", "0"]), main(["run", "four-bar", "--t1", "nan"]),
          main(["run", "--points", "1"]), main(["fit", "missing.toml"]), main(["sweep", "missing.toml"])]
 print("CODES", codes)
-heavy = sorted(k for k in sys.modules if k.split(".")[0] in ("matplotlib", "optax")
-               or k.startswith(("mbdjax.planar", "mbdjax.spatial", "mbdjax.network", "mbdjax.plotting"))
-               or (k.startswith("mbdjax.models._") and k not in ("mbdjax.models._catalogue", "mbdjax.models._example")))
+heavy = sorted(k for k in sys.modules if k.split(".")[0] in ("jax", "jaxlib", "diffrax", "equinox", "numpy",
+                                                            "scipy", "matplotlib", "optax")
+               or (k.startswith("mbdjax.") and k not in ("mbdjax._cli", "mbdjax._errors", "mbdjax._xla_cpu",
+                                                         "mbdjax.models", "mbdjax.models._catalogue",
+                                                         "mbdjax.models._example")))
 print("HEAVY", heavy)
 """
 
@@ -50,8 +52,9 @@ def test_usage_errors_come_before_any_model_is_built(tmp_path):
     """`mbdjax list` and the command-line mistakes (unknown example, t1 ≤ 0 or NaN,
     fewer than 2 points, a missing config file) are answered from the static
     catalogue: in a fresh process whose model builders all raise, list prints and every
-    mistake gets exit code 2 with a message; no front end, model builder, plotting or
-    optax module is imported."""
+    mistake gets exit code 2 with a message; neither JAX nor NumPy nor any part of
+    mbdjax beyond the command line and the catalogue is imported (0.14 s instead of
+    the 3 s import of the JAX stack)."""
     import subprocess
     import sys
 

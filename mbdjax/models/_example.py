@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jax
+if TYPE_CHECKING:  # the zoo's catalogue is read without starting JAX
+    import jax
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
