@@ -24,6 +24,10 @@ if "jax" in _sys.modules:
 else:
     _os.environ["JAX_ENABLE_X64"] = "1"
 
+from . import _compilation_cache as _compilation_cache  # noqa: E402
+
+_compilation_cache.apply()  # a second process reuses the programs the first compiled
+
 from ._errors import (  # noqa: E402
     InitialConditionError as InitialConditionError,
     MbdjaxError as MbdjaxError,
@@ -53,6 +57,7 @@ _LAZY = {
     "FitResult": "._fit", "fit": "._fit", "fit_loss": "._fit",
 }
 _RENAMED = {"xla_loop_setting": ("._xla_cpu", "loop_setting"), "xla_thread_setting": ("._xla_cpu", "thread_setting"),
+            "compilation_cache_setting": ("._compilation_cache", "cache_setting"),
             "kinematics": ("._kinematics", None)}
 _SUBPACKAGES = ("models", "planar", "spatial", "network", "plotting")
 

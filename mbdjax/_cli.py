@@ -165,6 +165,9 @@ def _cmd_sweep(args):
 
 def build_parser():
     parser = argparse.ArgumentParser(prog="mbdjax", description="Differentiable constrained dynamics on JAX.")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="compile without JAX's persistent compilation cache (default: on, in "
+                             "~/.cache/mbdjax/jax; MBDJAX_COMPILATION_CACHE=off turns it off too)")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="list the built-in examples").set_defaults(func=_cmd_list)
     p_check = sub.add_parser("check", help="existence-theorem report of an example at its initial state")
@@ -224,6 +227,10 @@ def main(argv=None):
     if problem is not None:
         print(f"mbdjax {args.command}: {problem}", file=sys.stderr)
         return 2
+    if args.no_cache:
+        from ._compilation_cache import disable
+
+        disable("--no-cache")
     from ._errors import MbdjaxError
 
     try:

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 
 import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from . import _kinematics as kin
 from ._errors import SimulationError
 from ._formulation import resolve_formulation
 from ._redundancy import expand, restrict, select_rows
 from ._rk import repr_solver
+from ._runtime_checks import checked_on_host, collecting, first_failure
 from ._singular import singular_configuration_error
 from ._stabilization import resolve_stabilization
 from ._switching import switching_of
@@ -58,6 +61,17 @@ def _save_times(saveat, t0, t1):
     if ts.ndim != 1 or ts.shape[0] < 1:
         raise SimulationError("simulate: saveat must be an int (number of points) or a 1-D array of times.")
     return ts
+
+
+def _check_times(t0, t1, ts, dt0):
+    """On the host, what diffrax would otherwise check in the compiled program."""
+    a, b, times = float(t0), float(t1), np.asarray(ts)
+    if not (np.isfinite(a) and np.isfinite(b) and b > a):
+        raise SimulationError(f"simulate: t1 must be a finite time after t0, got t0 = {a:g}, t1 = {b:g}.")
+    if np.any(np.diff(times) < 0) or np.any((times < a) | (times > b)) or not np.all(np.isfinite(times)):
+        raise SimulationError("simulate: the output times (saveat) must be increasing and lie between t0 and t1.")
+    if dt0 is not None and not float(dt0) > 0:
+        raise SimulationError(f"simulate: dt0 must be a positive first step, got {dt0!r}.")
 
 
 def simulate(
@@ -201,14 +215,24 @@ def simulate(
         settings += (("redundant_rows", ", ".join(rows.dropped)),)
     # A stop at a singular configuration is reported from here, with its time, rank
     # and dependent rows, when the values can be read (not under an enclosing trace).
-    on_host = bool(throw) and is_concrete(q0, qd0, p, t0, t1)
-    traj, stop = _simulate(
-        model, work, rows, formulation, stabilization, solver, adjoint, q0, qd0, p, t0, t1, ts,
-        rtol, atol, dt0, int(max_steps), drift_tol, bool(throw), settings, on_host,
-    )
+    # Failures are raised here, on the host, after the call (the compiled program holds
+    # no callback, so the persistent compilation cache can keep it); under an
+    # enclosing trace they stay in-graph checks (`_runtime_checks`).
+    on_host = bool(throw) and is_concrete(q0, qd0, p, t0, t1, ts)
+    if on_host:
+        _check_times(t0, t1, ts, dt0)
+    with checked_on_host() if on_host else contextlib.nullcontext():
+        traj, stop, failure = _simulate(
+            model, work, rows, formulation, stabilization, solver, adjoint, q0, qd0, p, t0, t1, ts,
+            rtol, atol, dt0, int(max_steps), drift_tol, bool(throw), settings, on_host,
+        )
     if on_host and stop is not None and bool(stop[0]):
         t_stop, y_stop = stop[1], stop[2]
         raise singular_configuration_error(work, type(formulation).__name__, t_stop, y_stop[:model.n], p)
+    if failure is not None:
+        message = first_failure(*failure)
+        if message is not None:
+            raise SimulationError(message)
     return traj
 
 
@@ -217,12 +241,13 @@ def _simulate(model, work, rows, formulation, stabilization, solver, adjoint, q0
               rtol, atol, dt0, max_steps, drift_tol, throw, settings, on_host):
     # `model` is the user's model (reported, checked for drift); `work` the same model
     # restricted to the independent rows `rows` (what the formulation integrates).
-    if throw:  # with throw=False a bad parameter shows as an unsuccessful result instead
-        q0 = formulation.check_params(work, p, q0)
-
-    # The state is one flat vector (y = [q; q̇] for most formulations): a single leaf
-    # halves the solver's per-stage array operations (about 2 µs per step on a CPU).
-    y0 = formulation.initial_state(work, q0, qd0, t0, p)
+    with contextlib.ExitStack() as stack:
+        found = stack.enter_context(collecting()) if on_host else None
+        if throw:  # with throw=False a bad parameter shows as an unsuccessful result instead
+            q0 = formulation.check_params(work, p, q0)
+        # The state is one flat vector (y = [q; q̇] for most formulations): a single leaf
+        # halves the solver's per-stage array operations (about 2 µs per step on a CPU).
+        y0 = formulation.initial_state(work, q0, qd0, t0, p)
     fixed = any(k == "fixed_step" for k, _ in settings)
     controller = diffrax.ConstantStepSize() if fixed else diffrax.PIDController(rtol=rtol, atol=atol)
     if isinstance(adjoint, diffrax.BacksolveAdjoint) and formulation.projects(stabilization):
@@ -262,7 +287,14 @@ def _simulate(model, work, rows, formulation, stabilization, solver, adjoint, q0
             bad = bad & ~rank_lost
         index = jnp.where(rank_lost, 7, jnp.where(switches_bad, 6, jnp.where(chart_bad, 5, jnp.where(
             max_steps_hit, 0, jnp.where(partitions_hit, 4, jnp.where(~ok, 1, jnp.where(~finite, 2, 3)))))))
-        q = eqx.branched_error_if(q, bad, index, _MESSAGES)
+        if on_host:
+            found += [(bad & (index == k), message) for k, message in enumerate(_MESSAGES)]
+        else:
+            q = eqx.branched_error_if(q, bad, index, _MESSAGES)
+    failure = None
+    if on_host:   # the conditions as one array, the messages static (held by the jit's cache)
+        failure = (jnp.stack([c for c, _ in found]) if found else jnp.zeros((0,), bool),
+                   tuple(message for _, message in found))
     stop = None if run.final is None else (jnp.asarray(run.rank_lost), run.final[0], run.final[1])
     traj = Trajectory(
         t=run.ts, q=q, qd=qd, qdd=qdd, lam=lam, u=u, result=run.result,
@@ -273,4 +305,4 @@ def _simulate(model, work, rows, formulation, stabilization, solver, adjoint, q0
         modes=run.aux if switching is not None else None,
         switches=run.switches,
     )
-    return traj, stop
+    return traj, stop, failure

@@ -28,6 +28,7 @@ from .. import _first_order as fo_
 from .. import _kinematics as kin
 from .._first_order import FirstOrder
 from .._linalg import spd_solve
+from .._runtime_checks import check
 from .._tracing import is_concrete
 from .base import AbstractFormulation
 
@@ -108,7 +109,7 @@ class Augmented(AbstractFormulation):
         if self.schur is not True:
             return x
         diag = dyn.mass_diagonal(model, p)
-        return eqx.error_if(
+        return check(
             x, jnp.any(diag <= 0),
             "Augmented(schur=True): a mass-matrix entry is zero or negative (a massless "
             "body); use mbdjax.Augmented(schur=False).",
@@ -118,7 +119,7 @@ class Augmented(AbstractFormulation):
         if self.first_order is None:
             return super().initial_state(model, q0, qd0, t0, p)
         qd0 = fo_.solve_rates(model, self.first_order, q0, qd0, t0, p)
-        qd0 = eqx.error_if(
+        qd0 = check(
             qd0, ~jnp.all(jnp.isfinite(qd0)),
             "mbdjax.simulate: the rates of the massless (resistive-loop) coordinates could not "
             "be solved at t0 (Newton did not converge); check the element laws and parameters "

@@ -1,0 +1,96 @@
+"""JAX's persistent compilation cache, on by default in a per-user folder.
+
+A simulation compiles once per model and settings; with the cache, a second process
+running the same model with the same settings loads the compiled program from disk
+instead of compiling it again (the main job of the README compiles
+its simulation in 8–10 s; see `experiments/bench/latency.py`). `import mbdjax` points JAX at the folder:
+
+- `$MBDJAX_COMPILATION_CACHE` if set to a path; `off` (or `0`, `no`, `false`)
+  turns the cache off;
+- else `$XDG_CACHE_HOME/mbdjax/jax`, by default `~/.cache/mbdjax/jax`.
+
+The folder is kept below 2 GiB, least recently used programs evicted first (JAX's
+`jax_compilation_cache_max_size`; a size the user set wins); deleting it is always
+safe. A cache folder the user gave JAX (`JAX_COMPILATION_CACHE_DIR` or
+`jax.config.update("jax_compilation_cache_dir", ...)`) wins. `mbdjax --no-cache ...`
+turns it off for one command. JAX stores only programs whose compilation took at least
+`jax_persistent_cache_min_compile_time_secs` (1 s by default) and none that hold a host
+callback: `simulate` raises its run-time failures on the host after the call for that
+reason (`mbdjax._runtime_checks`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+ENV = "MBDJAX_COMPILATION_CACHE"
+#: The folder is kept below this size (least recently used programs go first).
+MAX_BYTES = 2 * 1024**3
+_OFF = ("off", "0", "no", "false", "none")
+_state = {"folder": None, "source": "not applied"}
+
+
+def default_folder() -> str:
+    """The per-user cache folder: `$XDG_CACHE_HOME/mbdjax/jax` or `~/.cache/mbdjax/jax`."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "mbdjax", "jax")
+
+
+def _jax_folder():
+    """The folder JAX is already set to use, if any (without importing JAX)."""
+    if "jax" in sys.modules:
+        return sys.modules["jax"].config.jax_compilation_cache_dir
+    return os.environ.get("JAX_COMPILATION_CACHE_DIR")
+
+
+def _point_jax_at(folder):
+    if "jax" in sys.modules:
+        config = sys.modules["jax"].config
+        config.update("jax_compilation_cache_dir", folder)
+        if folder is not None and config.jax_compilation_cache_max_size == -1:
+            config.update("jax_compilation_cache_max_size", MAX_BYTES)
+    elif folder is None:
+        os.environ.pop("JAX_COMPILATION_CACHE_DIR", None)
+    else:
+        os.environ["JAX_COMPILATION_CACHE_DIR"] = folder    # JAX reads them at import
+        os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(MAX_BYTES))
+
+
+def apply() -> None:
+    """Turn the cache on as described in the module docstring (called by `import mbdjax`)."""
+    value = os.environ.get(ENV, "").strip()
+    if value.lower() in _OFF:
+        _state.update(folder=None, source=f"{ENV}={value}")
+        return
+    given = _jax_folder()
+    if given:
+        _state.update(folder=given, source="JAX's setting (set by the user)")
+        return
+    folder = value or default_folder()
+    _point_jax_at(folder)
+    _state.update(folder=folder, source=ENV if value else "mbdjax default")
+
+
+def disable(reason: str = "turned off") -> None:
+    """Turn off the cache mbdjax turned on (`mbdjax --no-cache`); a folder the user gave
+    JAX is left alone."""
+    if _state["source"] in ("mbdjax default", ENV):
+        _point_jax_at(None)
+        _state.update(folder=None, source=reason)
+
+
+def cache_setting() -> dict:
+    """Where compiled programs are cached across processes.
+
+    Returns `{"folder": str | None, "source": str}`: the folder (None: no persistent
+    cache) and who chose it (`"mbdjax default"`, `"MBDJAX_COMPILATION_CACHE"`,
+    `"JAX's setting (set by the user)"`, `"MBDJAX_COMPILATION_CACHE=off"`, `"--no-cache"`).
+
+    Example:
+
+        >>> import mbdjax as mbd
+        >>> sorted(mbd.compilation_cache_setting())
+        ['folder', 'source']
+    """
+    return dict(_state)
