@@ -42,6 +42,7 @@ print("CODES", codes)
 heavy = sorted(k for k in sys.modules if k.split(".")[0] in ("jax", "jaxlib", "diffrax", "equinox", "numpy",
                                                             "scipy", "matplotlib", "optax")
                or (k.startswith("mbdjax.") and k not in ("mbdjax._cli", "mbdjax._errors", "mbdjax._xla_cpu",
+                                                         "mbdjax._compilation_cache",
                                                          "mbdjax.models", "mbdjax.models._catalogue",
                                                          "mbdjax.models._example")))
 print("HEAVY", heavy)
