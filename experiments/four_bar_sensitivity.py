@@ -42,12 +42,7 @@ def main():
     quick = parser.parse_args().quick
     ex = models.get("four-bar")
     model = ex.model
-    phi = model.index("crank.phi")
-    angle, rate = float(ex.q0[phi]), float(ex.qd0[phi])
-
-    def assemble(p):
-        return mbd.initial_conditions(model, ex.q0, fix_q={"crank.phi": angle}, fix_qd={"crank.phi": rate},
-                                      params=p)
+    assemble = ex.assembly("crank.phi")     # re-assembled at the same crank angle and rate
 
     ts = jnp.linspace(0.05, 0.5 if quick else 2.0, 40)
     kw = dict(t=ts, outputs=("rocker.phi",), wrt=tuple(LENGTHS), rtol=1e-10, atol=1e-12)

@@ -32,12 +32,7 @@ def fits():
     crank angle and rate for every trial ground length (`initial_conditions`)."""
     ex = models.get("four-bar")
     model = ex.model
-    phi = model.index("crank.phi")
-    angle, rate = float(ex.q0[phi]), float(ex.qd0[phi])
-
-    def assemble(p):
-        return mbd.initial_conditions(model, ex.q0, fix_q={"crank.phi": angle}, fix_qd={"crank.phi": rate},
-                                      params=p)
+    assemble = ex.assembly("crank.phi")     # re-assembled at the same crank angle and rate
 
     paths = resolve_names(model.params, FREE, "test")
     truth = set_values(model.params, paths, jnp.asarray(TRUTH))

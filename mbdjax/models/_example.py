@@ -41,3 +41,28 @@ class Example:
     t1: float
     mechanism: Any = None
     options: dict = dataclasses.field(default_factory=dict)
+
+    def assembly(self, *held):
+        """`fn(params) -> (q0, qd0)`: the example re-assembled for other parameter values
+        (link lengths, joint locations) with the named coordinates kept at their
+        initial values and rates (`mbdjax.initial_conditions`, differentiable), for
+        `q0=fn` in `simulate`-based studies (`sensitivity`, `fit`).
+
+        Example:
+
+            >>> from mbdjax import models
+            >>> ex = models.get("four-bar")
+            >>> q0, qd0 = ex.assembly("crank.phi")(ex.model.params)
+            >>> bool(abs(q0 - ex.q0).max() < 1e-10)
+            True
+        """
+        from .._initial import initial_conditions
+
+        index = [self.model.index(name) for name in held]
+        fix_q = {name: float(self.q0[i]) for name, i in zip(held, index)}
+        fix_qd = {name: float(self.qd0[i]) for name, i in zip(held, index)}
+
+        def assemble(params):
+            return initial_conditions(self.model, self.q0, fix_q=fix_q, fix_qd=fix_qd, params=params)
+
+        return assemble
