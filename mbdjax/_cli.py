@@ -36,6 +36,50 @@ def _cmd_check(args):
     return 0 if report.ok else 1
 
 
+class _CompileNotice:
+    """Prints one line when a call runs longer than `after` seconds (a compile), and on
+    leaving, whether the program came from the persistent compilation cache."""
+
+    def __init__(self, what, after=1.0):
+        self.what, self.after, self.hits, self.misses, self.shown = what, after, 0, 0, False
+
+    def _listen(self, event, **kwargs):
+        if event == "/jax/compilation_cache/cache_hits":
+            self.hits += 1
+        elif event == "/jax/compilation_cache/cache_misses":
+            self.misses += 1
+
+    def _show(self):
+        from ._compilation_cache import cache_setting
+
+        folder = cache_setting()["folder"]
+        later = f"cached in {folder} for next time" if folder else "persistent cache off"
+        print(f"compiling {self.what} … (first run; {later})", flush=True)
+        self.shown = True
+
+    def __enter__(self):
+        import threading
+
+        import jax
+
+        jax.monitoring.register_event_listener(self._listen)
+        self.timer = threading.Timer(self.after, self._show)
+        self.timer.daemon = True
+        self.start = time.perf_counter()
+        self.timer.start()
+        return self
+
+    def __exit__(self, *exc):
+        import jax
+
+        self.timer.cancel()
+        jax.monitoring.unregister_event_listener(self._listen)
+        if self.shown and exc[0] is None:
+            source = ("loaded from the persistent cache" if self.hits and not self.misses else "compiled")
+            print(f"  ready in {time.perf_counter() - self.start:.1f} s ({source})", flush=True)
+        return False
+
+
 def _prepare_out(path, force):
     if os.path.isdir(path) and os.listdir(path):
         if not force:
@@ -80,9 +124,11 @@ def _cmd_run(args):
         print(f"redundant constraint rows: {', '.join(report.redundant)}. The motion is unique; the "
               "multipliers and joint reactions are not, and are reported as the minimum-norm set.")
     start = time.perf_counter()
-    traj = simulate(ex.model, ex.q0, ex.qd0, t1=t1, formulation=args.formulation,
-                    stabilization=args.stabilization, saveat=args.points, **ex.options)
-    jax.block_until_ready(traj.q)
+    with _CompileNotice("the simulation"):
+        traj = simulate(ex.model, ex.q0, ex.qd0, t1=t1, formulation=args.formulation,
+                        stabilization=args.stabilization, saveat=args.points, progress=args.progress,
+                        **ex.options)
+        jax.block_until_ready(traj.q)
     first = time.perf_counter() - start
     start = time.perf_counter()
     traj = simulate(ex.model, ex.q0, ex.qd0, t1=t1, formulation=args.formulation,
@@ -183,6 +229,9 @@ def build_parser():
     p_run.add_argument("--points", type=int, default=400, help="number of output points")
     p_run.add_argument("--out", default=None, help="output folder (default mbdjax-runs/NAME)")
     p_run.add_argument("--force", action="store_true", help="write into a non-empty output folder")
+    p_run.add_argument("--progress", action="store_true",
+                       help="show the simulation's progress (a separately compiled program, not kept "
+                            "in the persistent cache)")
     p_run.set_defaults(func=_cmd_run)
     p_fit = sub.add_parser("fit", help="fit parameters to measured data as described in a TOML file")
     p_fit.add_argument("config", help="the fit description (see mbdjax._fit_config)")

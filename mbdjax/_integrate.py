@@ -95,6 +95,7 @@ def simulate(
     drift_tol=1e-6,
     throw=True,
     rows=None,
+    progress=False,
 ):
     """Integrate the equations of motion of `model` from `(q0, qd0)` at `t0` to `t1`.
 
@@ -139,6 +140,12 @@ def simulate(
             (dependent on the others) are dropped from the equations for every
             formulation and stabilization; the multipliers reported are the
             minimum-norm set over all rows (see the README, "Redundant constraints").
+        progress: show the run's progress from t0 to t1 on the terminal: `True` (a
+            tqdm bar if tqdm is installed, else percentages printed as text), `"text"`,
+            `"tqdm"`, or a diffrax progress meter. The meter is a host callback inside
+            the compiled program, so a run with it is compiled separately from one
+            without and is not kept in the persistent compilation cache; leave it off
+            for short runs and inside batches.
 
     Returns:
         A `mbdjax.Trajectory` with `t (T,)`, `q, qd, qdd (T, n)` and `lam (T, m)`.
@@ -167,6 +174,7 @@ def simulate(
     p = jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype=float), model.resolve_params(params))
     solver = diffrax.Tsit5() if solver is None else solver
     solver_name = repr_solver(solver)
+    meter = progress_meter(progress)
     adjoint = diffrax.RecursiveCheckpointAdjoint() if adjoint is None else adjoint
     q0 = jnp.asarray(q0, dtype=float)
     qd0 = jnp.asarray(qd0, dtype=float)
@@ -224,7 +232,7 @@ def simulate(
     with checked_on_host() if on_host else contextlib.nullcontext():
         traj, stop, failure = _simulate(
             model, work, rows, formulation, stabilization, solver, adjoint, q0, qd0, p, t0, t1, ts,
-            rtol, atol, dt0, int(max_steps), drift_tol, bool(throw), settings, on_host,
+            rtol, atol, dt0, int(max_steps), drift_tol, bool(throw), settings, on_host, meter,
         )
     if on_host and stop is not None and bool(stop[0]):
         t_stop, y_stop = stop[1], stop[2]
@@ -236,9 +244,35 @@ def simulate(
     return traj
 
 
+def progress_meter(progress):
+    """The diffrax progress meter for `simulate(progress=...)`: False/None none, True
+    a tqdm bar (text percentages without tqdm), `"text"`, `"tqdm"`, or a meter."""
+    if progress is None or progress is False:
+        return diffrax.NoProgressMeter()
+    if isinstance(progress, diffrax.AbstractProgressMeter):
+        return progress
+    if progress is True:
+        try:
+            import tqdm  # noqa: F401
+        except ImportError:
+            return diffrax.TextProgressMeter(minimum_increase=0.1)
+        return diffrax.TqdmProgressMeter()
+    if progress == "text":
+        return diffrax.TextProgressMeter(minimum_increase=0.1)
+    if progress == "tqdm":
+        try:
+            import tqdm  # noqa: F401
+        except ImportError:
+            raise SimulationError("simulate: progress='tqdm' needs the tqdm package (pip install tqdm); "
+                                  "progress=True or 'text' prints percentages without it.") from None
+        return diffrax.TqdmProgressMeter()
+    raise SimulationError(f"simulate: progress must be True, False, 'text', 'tqdm' or a diffrax progress "
+                          f"meter, got {progress!r}.")
+
+
 @eqx.filter_jit
 def _simulate(model, work, rows, formulation, stabilization, solver, adjoint, q0, qd0, p, t0, t1, ts,
-              rtol, atol, dt0, max_steps, drift_tol, throw, settings, on_host):
+              rtol, atol, dt0, max_steps, drift_tol, throw, settings, on_host, meter):
     # `model` is the user's model (reported, checked for drift); `work` the same model
     # restricted to the independent rows `rows` (what the formulation integrates).
     with contextlib.ExitStack() as stack:
@@ -256,7 +290,7 @@ def _simulate(model, work, rows, formulation, stabilization, solver, adjoint, q0
             "projection after each step is not part of them; use stabilization='none' or 'baumgarte' "
             "with it, or the default adjoint (RecursiveCheckpointAdjoint) with the projection."
         )
-    run = formulation.integrate(work, stabilization, (solver, adjoint, controller, dt0, max_steps),
+    run = formulation.integrate(work, stabilization, (solver, adjoint, controller, dt0, max_steps, meter),
                                 y0, p, t0, t1, ts)
     switching = switching_of(work)
 

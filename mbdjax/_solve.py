@@ -63,7 +63,8 @@ def solve(vector_field, project, settings, t0, t1, y0, args, ts, *, event=None, 
     Arguments:
         vector_field, project: `(t, y, args) -> y`; `project` is None or the map back
             onto the constraints after every step and at every saved point.
-        settings: `(solver, adjoint, stepsize_controller, dt0, max_steps)`.
+        settings: `(solver, adjoint, stepsize_controller, dt0, max_steps)`, optionally
+            followed by a diffrax progress meter (default none).
         event: an optional `diffrax.Event` ending the solve early.
         save_final: also save the state at the final (or event) time as `sol.ys[-1]`.
 
@@ -76,7 +77,8 @@ def solve(vector_field, project, settings, t0, t1, y0, args, ts, *, event=None, 
     about 80 ms a saved point on a 62-coordinate model, 30× the whole run. Times the
     solve did not reach (filled with inf) are left as they are.
     """
-    solver, adjoint, controller, dt0, max_steps = settings
+    solver, adjoint, controller, dt0, max_steps, *meter = settings
+    meter = meter[0] if meter else diffrax.NoProgressMeter()
     if project is not None:
         solver = ProjectedSolver(solver=solver, project=project)
     if save_final:
@@ -86,7 +88,7 @@ def solve(vector_field, project, settings, t0, t1, y0, args, ts, *, event=None, 
     sol = diffrax.diffeqsolve(
         diffrax.ODETerm(vector_field), solver, t0, t1, dt0, y0, args=args, saveat=save,
         stepsize_controller=controller, max_steps=max_steps, adjoint=adjoint, event=event,
-        throw=False,
+        throw=False, progress_meter=meter,
     )
     if project is None:
         return sol

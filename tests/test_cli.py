@@ -2,6 +2,7 @@
 
 import json
 import os
+import time
 
 import numpy as np
 
@@ -108,12 +109,14 @@ def test_energy_balance_converges_at_second_order():
     assert np.all(slopes > 1.8), (errs, slopes)
 
 
-def test_run_with_other_formulations(tmp_path):
+def test_run_with_other_formulations(tmp_path, capsys):
     # Without multipliers the driver's work is unknown: the run still succeeds and
-    # reports no energy balance.
+    # reports no energy balance. `--progress` reports the run's progress up to the end.
     out = tmp_path / "mf"
     assert main(["run", "slider-crank", "--formulation", "multiplier_free", "--t1", "0.1", "--points", "11",
-                 "--out", str(out)]) == 0
+                 "--out", str(out), "--progress"]) == 0
+    shown = capsys.readouterr()
+    assert "100" in shown.out + shown.err            # tqdm's bar (stderr) or the text meter's 100.00%
     summary = json.loads((out / "summary.json").read_text())
     assert summary["work_input"] is None and summary["max_position_residual"] < 1e-10
     assert main(["run", "rolling-disk", "--formulation", "quasi_velocity", "--t1", "0.2", "--points", "11",
@@ -128,3 +131,15 @@ def test_run_simulates_a_redundant_mechanism(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "redundant constraint rows: link_coupler.y" in text and "minimum-norm" in text
     assert (out / "trajectory.npz").exists()
+
+
+def test_a_long_call_is_announced_once_and_its_source_reported(capsys):
+    from mbdjax._cli import _CompileNotice
+
+    with _CompileNotice("the simulation", after=0.0):
+        time.sleep(0.2)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("compiling the simulation … (first run;") and out[1].startswith("  ready in")
+    with _CompileNotice("the simulation", after=5.0):    # a quick call prints nothing
+        pass
+    assert capsys.readouterr().out == ""

@@ -185,6 +185,8 @@ def test_bad_arguments(pendulum):
         mbd.simulate(pendulum, Q0, QD0, t1=1.0, stabilization="magic")
     with pytest.raises(mbd.SimulationError, match="shape"):
         mbd.simulate(pendulum, jnp.zeros(3), QD0, t1=1.0)
+    with pytest.raises(mbd.SimulationError, match="progress must be"):
+        mbd.simulate(pendulum, Q0, QD0, t1=1.0, progress="bar")
 
 
 def test_save_and_load_roundtrip(pendulum, tmp_path):
