@@ -13,8 +13,14 @@ The folder is kept below 2 GiB, least recently used programs evicted first (JAX'
 `jax_compilation_cache_max_size`; a size the user set wins); deleting it is always
 safe. A cache folder the user gave JAX (`JAX_COMPILATION_CACHE_DIR` or
 `jax.config.update("jax_compilation_cache_dir", ...)`) wins. `mbdjax --no-cache ...`
-turns it off for one command. JAX stores only programs whose compilation took at least
-`jax_persistent_cache_min_compile_time_secs` (1 s by default) and none that hold a host
+turns it off for one command.
+
+JAX stores only programs whose compilation took at least
+`jax_persistent_cache_min_compile_time_secs` (1 s by default). mbdjax lowers that to
+`MIN_COMPILE_SECS` (0: every program) where the user has not set it: building an
+example, checking it and computing its outputs compile dozens of small programs of
+20–100 ms each (the slider-crank's assembly 65 of them, 4 s in all), which the
+default would compile again in every process. JAX stores no program that holds a host
 callback: `simulate` raises its run-time failures on the host after the call for that
 reason (`mbdjax._runtime_checks`).
 """
@@ -27,6 +33,9 @@ import sys
 ENV = "MBDJAX_COMPILATION_CACHE"
 #: The folder is kept below this size (least recently used programs go first).
 MAX_BYTES = 2 * 1024**3
+#: Programs that took at least this long to compile are stored (JAX's default is 1 s).
+MIN_COMPILE_SECS = 0.0
+_MIN_ENV = "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"
 _OFF = ("off", "0", "no", "false", "none")
 _state = {"folder": None, "source": "not applied"}
 
@@ -50,11 +59,14 @@ def _point_jax_at(folder):
         config.update("jax_compilation_cache_dir", folder)
         if folder is not None and config.jax_compilation_cache_max_size == -1:
             config.update("jax_compilation_cache_max_size", MAX_BYTES)
+        if folder is not None and _MIN_ENV not in os.environ and config.jax_persistent_cache_min_compile_time_secs == 1.0:
+            config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECS)
     elif folder is None:
         os.environ.pop("JAX_COMPILATION_CACHE_DIR", None)
     else:
         os.environ["JAX_COMPILATION_CACHE_DIR"] = folder    # JAX reads them at import
         os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(MAX_BYTES))
+        os.environ.setdefault(_MIN_ENV, str(MIN_COMPILE_SECS))
 
 
 def apply() -> None:
