@@ -183,16 +183,22 @@ class Trajectory(eqx.Module):
             )
         return self.model
 
-    def _map(self, fn, *arrays):
-        return jax.vmap(fn)(*arrays)
-
     def _mapp(self, fn, *arrays):
         """`vmap` of `fn(*arrays_k, p_k)` over the output times, `p_k` the parameters at
-        time k (the model's discrete modes, where it has any, vary with time)."""
+        time k (the model's discrete modes, where it has any, vary with time).
+
+        One compiled call, not the model's operations dispatched one by one (each of
+        those is a program of its own: the slider-crank's reactions were 80 of them);
+        the parameters and modes are arguments, so the program is the same in every
+        process and comes from the persistent compilation cache."""
         switching = (self.model.metadata or {}).get("switching") if self.model is not None else None
         if switching is None or self.modes is None:
-            return jax.vmap(lambda *a: fn(*a, self.params))(*arrays)
-        return jax.vmap(lambda *a: fn(*a[:-1], switching.with_modes(self.params, a[-1])))(*arrays, self.modes)
+            return jax.jit(lambda p, *a: jax.vmap(lambda *ak: fn(*ak, p))(*a))(self.params, *arrays)
+
+        def moded(p, modes, *a):
+            return jax.vmap(lambda m, *ak: fn(*ak, switching.with_modes(p, m)))(modes, *a)
+
+        return jax.jit(moded)(self.params, self.modes, *arrays)
 
     def switch_history(self) -> list[tuple[float, dict]]:
         """`[(t, {leaf: value}), ...]`: the mode switches of a model with discrete modes
@@ -299,15 +305,23 @@ class Trajectory(eqx.Module):
         both acting on `body_i` from the joint (generalized constraint force
         `−Bᵀλ`, Haug §6.6). For a revolute joint the torque is zero.
         """
+        return self.reactions((joint,))[joint]
+
+    @_per_trajectory
+    def reactions(self, joints=None) -> dict:
+        """`{joint: (force (T, 2), torque (T,))}` for every joint with reactions (or those
+        in `joints`), as in `reaction`, all computed in one compiled call."""
         model = self._need_model("reaction")
         if self.lam is None:
             raise MbdjaxError("Trajectory.reaction: this formulation computes no multipliers.")
         fns = model.reaction_fns or {}
-        if joint not in fns:
-            raise MbdjaxError(
-                f"Trajectory.reaction: no joint named {joint!r} with reactions; available: {sorted(fns)}."
-            )
-        return self._mapp(lambda q, lam, p: fns[joint](q, lam, p), self.q, self.lam)
+        joints = sorted(fns) if joints is None else list(joints)
+        for joint in joints:
+            if joint not in fns:
+                raise MbdjaxError(
+                    f"Trajectory.reaction: no joint named {joint!r} with reactions; available: {sorted(fns)}."
+                )
+        return self._mapp(lambda q, lam, p: {j: fns[j](q, lam, p) for j in joints}, self.q, self.lam)
 
     # ------------------------------------------------------------ networks
     def _network(self, what):

@@ -304,6 +304,9 @@ def test_trajectory_reaction_uses_the_front_end_functions():
     F, n = traj.reaction("pin")
     np.testing.assert_allclose(F, np.tile([0.0, 2.0 * G], (5, 1)), atol=1e-9)
     np.testing.assert_allclose(n, 0.0, atol=1e-9)
+    every = traj.reactions()                       # all joints in one call: the same statics
+    assert list(every) == ["pin"]
+    np.testing.assert_allclose(every["pin"][0], np.tile([0.0, 2.0 * G], (5, 1)), atol=1e-9)
 
 
 # --------------------------------------------------------------- force elements
