@@ -157,10 +157,36 @@ def dependent_rows(B, names, rtol=1e-9):
     return tuple(names[k] for k in range(np.shape(B)[0]) if k not in kept)
 
 
-def _project(model, q, t, p, iters=20):
+def _compiled(name):
+    """The compiled form of one of the evaluations below, made on first use (equinox's
+    filter_jit: the model is static, so a second `check` of the same model compiles
+    nothing, and another process loads it from the persistent compilation cache)."""
+    import equinox as eqx
+
+    if name not in _COMPILED:
+        _COMPILED[name] = eqx.filter_jit(_EVALUATIONS[name])
+    return _COMPILED[name]
+
+
+def _at(model, q, t, p, qd):
+    """`(B, max |Φ|, M)` at `(q, t)`, one compiled call instead of the operations of
+    the Jacobian and mass matrix dispatched one by one."""
+    B = kin.constraint_jacobian(model, q, t, p)
+    residual = jnp.max(jnp.abs(kin.holonomic(model, q, t, p))) if model.m_h else jnp.zeros(())
+    return B, residual, dyn.mass_matrix(model, q, qd, t, p)
+
+
+def _probe(model, q, t, p):
+    """`(q', B(q'))`: `q` projected back onto `Φ = 0` (20 Gauss–Newton steps) and the
+    constraint Jacobian there."""
     from ._stabilization.projection import project_positions
 
-    return np.asarray(project_positions(model, jnp.asarray(q), t, p, iters))
+    qp = project_positions(model, q, t, p, 20)
+    return qp, kin.constraint_jacobian(model, qp, t, p)
+
+
+_EVALUATIONS = {"at": _at, "probe": _probe}
+_COMPILED: dict = {}
 
 
 def check(model, q, t=0.0, params=None, *, qd=None, rtol=1e-9, probes=3, probe_step=1e-3, seed=0):
@@ -208,7 +234,9 @@ def check(model, q, t=0.0, params=None, *, qd=None, rtol=1e-9, probes=3, probe_s
     t = float(t)
     names = model.row_names
     n, m = model.n, model.m
-    B = np.asarray(kin.constraint_jacobian(model, q, t, p))
+    B, residual, M = _compiled("at")(model, jnp.asarray(q), jnp.asarray(t), p,
+                                     None if qd is None else jnp.asarray(qd, dtype=float))
+    B, residual, M = np.asarray(B), float(residual), np.asarray(M)
     problems = []
     if m:
         U, s, Vt = np.linalg.svd(B)
@@ -220,7 +248,6 @@ def check(model, q, t=0.0, params=None, *, qd=None, rtol=1e-9, probes=3, probe_s
         Vt = np.eye(n)
         rank, sigma_max, sigma_min = 0, 0.0, 0.0
     condition = sigma_max / sigma_min if sigma_min > 0 else (np.inf if m else 1.0)
-    residual = float(np.max(np.abs(np.asarray(kin.holonomic(model, q, t, p))))) if model.m_h else 0.0
     if residual > 1e-6:
         problems.append(
             f"the configuration is not assembled (max |Φ| = {residual:.2e}); use "
@@ -241,8 +268,8 @@ def check(model, q, t=0.0, params=None, *, qd=None, rtol=1e-9, probes=3, probe_s
                 break
             direction = Nq @ rng.standard_normal(Nq.shape[1])
             direction /= np.linalg.norm(direction)
-            qp = _project(model, q + scale * direction, t, p)
-            Bp = np.asarray(kin.constraint_jacobian(model, qp, t, p))
+            _, Bp = _compiled("probe")(model, jnp.asarray(q + scale * direction), jnp.asarray(t), p)
+            Bp = np.asarray(Bp)
             sp = np.linalg.svd(Bp, compute_uv=False)
             if _rank(sp, Bp.shape, rtol)[0] == m:
                 persistent = False
@@ -262,7 +289,6 @@ def check(model, q, t=0.0, params=None, *, qd=None, rtol=1e-9, probes=3, probe_s
                 "starting or passing through this configuration (e.g. a dead centre)."
             )
 
-    M = np.asarray(dyn.mass_matrix(model, q, None if qd is None else jnp.asarray(qd), t, p))
     Ms = 0.5 * (M + M.T)
     eig = np.linalg.eigvalsh(Ms)
     mscale = max(float(np.max(np.abs(eig))), 1e-300)
