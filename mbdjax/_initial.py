@@ -107,7 +107,7 @@ def _holonomic_rank(model, q_guess, fix, t0, p):
     q, res, _ = _nearest(model, jnp.asarray(q), t0, p, 8)
     if not np.all(np.isfinite(np.asarray(res))) or float(jnp.max(jnp.abs(res))) > 1e-8:
         return model.m_h
-    J = np.asarray(kin.holonomic_jacobian(model, q, t0, p))
+    J = np.asarray(_holonomic_jacobian(model, q, t0, p))
     return _rank(np.linalg.svd(J, compute_uv=False), J.shape, 1e-9)[0]
 
 
@@ -116,6 +116,14 @@ def _rank_note(model, rank):
         return ""
     return (f" (the {model.m_h} holonomic rows have rank {rank} at the guess: redundant "
             f"constraints leave {model.n - rank} position degrees of freedom, which is also accepted)")
+
+
+# Compiled forms of the evaluations below (one program each, kept in the persistent
+# compilation cache) rather than their operations dispatched one by one.
+_holonomic_jacobian = eqx.filter_jit(kin.holonomic_jacobian)
+_constraint_jacobian = eqx.filter_jit(kin.constraint_jacobian)
+_velocity_rhs = eqx.filter_jit(kin.velocity_rhs)
+_project_velocities = eqx.filter_jit(project_velocities)
 
 
 @eqx.filter_jit
@@ -223,7 +231,7 @@ def initial_conditions(
                                 rank_note=_rank_note(model, r_h))
         if _concrete(q_guess, vals, p) and model.m_h:
             qg = q_guess.at[jnp.asarray(idx, dtype=int)].set(vals) if idx else q_guess
-            J = np.asarray(kin.holonomic_jacobian(model, qg, t0, p))
+            J = np.asarray(_holonomic_jacobian(model, qg, t0, p))
             stacked = np.vstack([J, _unit_rows(idx, n)])
             if _rank(np.linalg.svd(stacked, compute_uv=False), stacked.shape, 1e-9)[0] < n:
                 _raise_dependent(model, J, idx, "fix_q", "position")
@@ -251,8 +259,8 @@ def initial_conditions(
     if qd_guess.shape != (n,):
         raise InitialConditionError(f"initial_conditions: qd_guess has shape {qd_guess.shape}, expected ({n},).")
     if fix_qd is None:
-        return q0, project_velocities(model, q0, qd_guess, t0, p)
-    B = kin.constraint_jacobian(model, q0, t0, p)
+        return q0, _project_velocities(model, q0, qd_guess, t0, p)
+    B = _constraint_jacobian(model, q0, t0, p)
     r_b = model.m
     if _concrete(B) and model.m:
         r_b = _rank(np.linalg.svd(np.asarray(B), compute_uv=False), B.shape, 1e-9)[0]
@@ -267,7 +275,7 @@ def initial_conditions(
     if _concrete(K):
         if _rank(np.linalg.svd(np.asarray(K), compute_uv=False), K.shape, 1e-9)[0] < n:
             _raise_dependent(model, np.asarray(B), vidx, "fix_qd", "velocity")
-    rhs = jnp.concatenate([kin.velocity_rhs(model, q0, t0, p), vvals])
+    rhs = jnp.concatenate([_velocity_rhs(model, q0, t0, p), vvals])
     if redundant:  # consistent overdetermined system: least squares is exact
         return q0, jnp.linalg.lstsq(K, rhs)[0]
     return q0, jnp.linalg.solve(K, rhs)

@@ -212,8 +212,11 @@ class Model(eqx.Module):
             raise ModelError(f"Model: `validate_at` has shape {q.shape}, expected ({n},).")
 
         def evaluate(label, fn, *args):
+            # Compiled, as every use of the function will be: one program per function
+            # (kept in the persistent compilation cache) instead of its operations
+            # dispatched one by one, and a function that cannot be traced is named here.
             try:
-                out = jnp.asarray(fn(*args))
+                out = jax.jit(lambda *a: jnp.asarray(fn(*a)))(*args)
             except Exception as err:  # noqa: BLE001 - reported with context
                 problems.append(f"Model: `{label}` raised {type(err).__name__}: {err}")
                 return None
@@ -257,7 +260,7 @@ class Model(eqx.Module):
             if holonomic_jacobian is not None and m_h:
                 jac = evaluate("holonomic_jacobian", holonomic_jacobian, q, t, p)
                 if expect("holonomic_jacobian", jac, (m_h, n)):
-                    ref = jax.jacfwd(lambda x: jnp.asarray(holonomic(x, t, p)))(q)
+                    ref = jax.jit(jax.jacfwd(lambda x: jnp.asarray(holonomic(x, t, p))))(q)
                     if not bool(jnp.allclose(jac, ref, rtol=1e-6, atol=1e-9)):
                         problems.append(
                             "Model: `holonomic_jacobian` does not match the derivative of "
@@ -279,7 +282,7 @@ class Model(eqx.Module):
                 if pattern is not None:
                     vals = evaluate("holonomic_jacobian_values", holonomic_jacobian_values, q, t, p)
                     if expect("holonomic_jacobian_values", vals, (pattern.nnz,)):
-                        ref = jax.jacfwd(lambda x: jnp.asarray(holonomic(x, t, p)))(q)
+                        ref = jax.jit(jax.jacfwd(lambda x: jnp.asarray(holonomic(x, t, p))))(q)
                         if not bool(jnp.allclose(pattern.dense(vals), ref, rtol=1e-6, atol=1e-9)):
                             problems.append(
                                 "Model: `holonomic_jacobian_values` (with `jacobian_pattern`) do not "
@@ -294,7 +297,7 @@ class Model(eqx.Module):
             if out is not None and out.ndim == 1:
                 m_n = out.shape[0]
                 if expect("nonholonomic", out, (m_n,)):
-                    hess = jax.jacfwd(jax.jacfwd(lambda v: jnp.asarray(nonholonomic(q, v, t, p))))(qd)
+                    hess = jax.jit(jax.jacfwd(jax.jacfwd(lambda v: jnp.asarray(nonholonomic(q, v, t, p)))))(qd)
                     if float(jnp.max(jnp.abs(hess))) > 1e-9:
                         problems.append(
                             "Model: `nonholonomic` must be affine in qd (A(q,t) qd + a(q,t)); "
