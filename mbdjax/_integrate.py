@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import warnings
 
 import diffrax
@@ -229,11 +230,18 @@ def simulate(
     on_host = bool(throw) and is_concrete(q0, qd0, p, t0, t1, ts)
     if on_host:
         _check_times(t0, t1, ts, dt0)
+    # The tolerances and the first (or fixed) step enter the compiled program as values,
+    # not constants, so a tolerance study or a step-size sweep compiles one program; the
+    # trajectory gets their values after the call.
+    keys = tuple((k, None if k in _VALUED else v) for k, v in settings)
     with checked_on_host() if on_host else contextlib.nullcontext():
         traj, stop, failure = _simulate(
             model, work, rows, formulation, stabilization, solver, adjoint, q0, qd0, p, t0, t1, ts,
-            rtol, atol, dt0, int(max_steps), drift_tol, bool(throw), settings, on_host, meter,
+            jnp.asarray(rtol, dtype=float), jnp.asarray(atol, dtype=float),
+            None if dt0 is None else jnp.asarray(dt0, dtype=float), int(max_steps), drift_tol, bool(throw),
+            keys, on_host, meter,
         )
+    traj = dataclasses.replace(traj, settings=settings)
     if on_host and stop is not None and bool(stop[0]):
         t_stop, y_stop = stop[1], stop[2]
         raise singular_configuration_error(work, type(formulation).__name__, t_stop, y_stop[:model.n], p)
@@ -268,6 +276,10 @@ def progress_meter(progress):
         return diffrax.TqdmProgressMeter()
     raise SimulationError(f"simulate: progress must be True, False, 'text', 'tqdm' or a diffrax progress "
                           f"meter, got {progress!r}.")
+
+
+#: Settings whose values are arguments of the compiled program (see `simulate`).
+_VALUED = ("rtol", "atol", "fixed_step")
 
 
 @eqx.filter_jit
