@@ -9,9 +9,12 @@ its simulation in 8–10 s; see `experiments/bench/latency.py`). `import mbdjax`
   turns the cache off;
 - else `$XDG_CACHE_HOME/mbdjax/jax`, by default `~/.cache/mbdjax/jax`.
 
-The folder is kept below 2 GiB, least recently used programs evicted first (JAX's
-`jax_compilation_cache_max_size`; a size the user set wins); deleting it is always
-safe. A cache folder the user gave JAX (`JAX_COMPILATION_CACHE_DIR` or
+The folder is kept near 2 GiB (`MAX_BYTES`): a process that added programs removes
+the oldest ones when it exits, until the folder is within the bound (`prune`). JAX's
+own bound (`jax_compilation_cache_max_size`) is not used: it takes a lock and reads
+every entry's access-time file on each write, which grows with the folder (thousands
+of entries once small programs are kept) and serializes parallel processes. A size the
+user gave JAX wins, and then JAX evicts. Deleting the folder is always safe. A cache folder the user gave JAX (`JAX_COMPILATION_CACHE_DIR` or
 `jax.config.update("jax_compilation_cache_dir", ...)`) wins. `mbdjax --no-cache ...`
 turns it off for one command.
 
@@ -27,17 +30,20 @@ reason (`mbdjax._runtime_checks`).
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 
 ENV = "MBDJAX_COMPILATION_CACHE"
-#: The folder is kept below this size (least recently used programs go first).
+#: The folder is kept near this size (oldest programs go first; see `prune`).
 MAX_BYTES = 2 * 1024**3
 #: Programs that took at least this long to compile are stored (JAX's default is 1 s).
 MIN_COMPILE_SECS = 0.0
 _MIN_ENV = "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"
 _OFF = ("off", "0", "no", "false", "none")
 _state = {"folder": None, "source": "not applied"}
+_SIZE_ENV = "JAX_COMPILATION_CACHE_MAX_SIZE"
+_ENTRY, _ATIME = "-cache", "-atime"       # the suffixes of JAX's entries
 
 
 def default_folder() -> str:
@@ -57,15 +63,12 @@ def _point_jax_at(folder):
     if "jax" in sys.modules:
         config = sys.modules["jax"].config
         config.update("jax_compilation_cache_dir", folder)
-        if folder is not None and config.jax_compilation_cache_max_size == -1:
-            config.update("jax_compilation_cache_max_size", MAX_BYTES)
         if folder is not None and _MIN_ENV not in os.environ and config.jax_persistent_cache_min_compile_time_secs == 1.0:
             config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECS)
     elif folder is None:
         os.environ.pop("JAX_COMPILATION_CACHE_DIR", None)
     else:
         os.environ["JAX_COMPILATION_CACHE_DIR"] = folder    # JAX reads them at import
-        os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(MAX_BYTES))
         os.environ.setdefault(_MIN_ENV, str(MIN_COMPILE_SECS))
 
 
@@ -81,7 +84,78 @@ def apply() -> None:
         return
     folder = value or default_folder()
     _point_jax_at(folder)
-    _state.update(folder=folder, source=ENV if value else "mbdjax default")
+    _state.update(folder=folder, source=ENV if value else "mbdjax default", stamp=_stamp(folder))
+    atexit.register(_prune_at_exit)
+
+
+def _stamp(folder):
+    """The folder's modification time (it changes when an entry is added), or None."""
+    try:
+        return os.stat(folder).st_mtime_ns
+    except OSError:
+        return None
+
+
+def _jax_bounds_it() -> bool:
+    """Whether the user gave JAX a size bound of its own (then JAX evicts)."""
+    if "jax" in sys.modules:
+        return sys.modules["jax"].config.jax_compilation_cache_max_size != -1
+    return os.environ.get(_SIZE_ENV, "-1").strip() != "-1"
+
+
+def _prune_at_exit():
+    folder = _state.get("folder")
+    if folder and _state["source"] in ("mbdjax default", ENV) and not _jax_bounds_it():
+        stamp = _stamp(folder)
+        if stamp is not None and stamp != _state.get("stamp"):
+            try:
+                prune(folder, MAX_BYTES)
+            except OSError:
+                pass        # an unreadable folder is left as it is; the cache stays correct
+
+
+def prune(folder: str, max_bytes: int = MAX_BYTES) -> int:
+    """Remove the oldest compiled programs in `folder` until it holds at most
+    `max_bytes`; return how many were removed.
+
+    Age is the entry's modification time (when JAX wrote it). Only JAX's entries
+    (`*-cache`, with their `*-atime` companions) are touched; one that another process
+    removed first is skipped. A process that added programs calls this when it exits.
+
+    Example:
+
+        >>> import os, tempfile
+        >>> from mbdjax._compilation_cache import prune
+        >>> d = tempfile.mkdtemp()
+        >>> for i, name in enumerate(("old", "new")):
+        ...     with open(os.path.join(d, name + "-cache"), "wb") as f:
+        ...         _ = f.write(bytes(100))
+        ...     os.utime(os.path.join(d, name + "-cache"), (i, i))
+        >>> prune(d, max_bytes=150), sorted(os.listdir(d))
+        (1, ['new-cache'])
+    """
+    entries, total = [], 0
+    with os.scandir(folder) as found:
+        for entry in found:
+            if entry.name.endswith(_ENTRY) and entry.is_file(follow_symlinks=False):
+                info = entry.stat(follow_symlinks=False)
+                entries.append((info.st_mtime_ns, entry.path, info.st_size))
+                total += info.st_size
+    removed = 0
+    for _, path, size in sorted(entries):
+        if total <= max_bytes:
+            break
+        try:
+            os.remove(path)
+        except FileNotFoundError:
+            continue
+        try:
+            os.remove(path[: -len(_ENTRY)] + _ATIME)
+        except FileNotFoundError:
+            pass
+        total -= size
+        removed += 1
+    return removed
 
 
 def disable(reason: str = "turned off") -> None:
@@ -105,4 +179,4 @@ def cache_setting() -> dict:
         >>> sorted(mbd.compilation_cache_setting())
         ['folder', 'source']
     """
-    return dict(_state)
+    return {"folder": _state["folder"], "source": _state["source"]}

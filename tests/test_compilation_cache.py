@@ -102,3 +102,29 @@ def test_the_cache_can_be_turned_off(tmp_path):
             "print('AFTER', mbdjax.compilation_cache_setting(), jax.config.jax_compilation_cache_dir)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert "AFTER {'folder': None, 'source': '--no-cache'} None" in proc.stdout, proc.stdout[-1000:] + proc.stderr
+
+
+def test_a_process_that_added_programs_trims_the_folder_to_its_bound(tmp_path):
+    """The folder's bound (`MAX_BYTES`) is kept at exit, oldest entries first, without
+    JAX's per-write eviction (no lock, no access-time files). Reference: the bound
+    itself and the entries' modification times."""
+    import mbdjax._compilation_cache as cc
+
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    old = folder / "stale-program-cache"
+    old.write_bytes(bytes(65536))
+    os.utime(old, (1, 1))                                     # written long ago
+    script = ("import mbdjax._compilation_cache as cc; cc.MAX_BYTES = 65536\n"
+              "import jax, jax.numpy as jnp, mbdjax\n"
+              "assert jax.config.jax_compilation_cache_max_size == -1\n"
+              "print(float(jnp.sin(jnp.arange(3.0)).sum()))\n")
+    env = {**os.environ, "MBDJAX_COMPILATION_CACHE": str(folder), "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"}
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    left = [p for p in folder.iterdir()]
+    assert not old.exists()                                   # the oldest went first
+    assert sum(p.stat().st_size for p in left) <= 65536 and left   # the new program fits and stays
+    assert not [p for p in left if p.name.endswith("-atime")]
+    assert cc.prune(str(folder), max_bytes=0) == len(left) and not list(folder.iterdir())
