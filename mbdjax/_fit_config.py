@@ -139,10 +139,10 @@ def run_config(path, force=False):
     }
     with open(os.path.join(out, "fit.json"), "w") as fh:
         json.dump(summary, fh, indent=2)
-    from .plotting._plots import _pyplot
+    from .plotting._plots import _figure, _pyplot
 
     plt = _pyplot()
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(7, 6), constrained_layout=True)
+    fig, (ax1, ax2) = _figure(rows=2, height=6.0, sharex=False)    # time above, steps below
     for k, c in enumerate(outputs):
         ax1.plot(t, y[:, k], ".", ms=3, label=f"{c} data")
         ax1.plot(t, fitted[:, k], "-", label=f"{c} fitted")

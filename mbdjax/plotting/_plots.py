@@ -20,13 +20,14 @@ def _pyplot():
     return plt
 
 
-def _figure(rows=1, width=7.0, height=4.0):
-    """`(fig, axes (rows,))`: axes stacked over a shared time axis, with fixed margins in
-    inches (room for a y label with exponent tick labels, an x label and a title).
+def _figure(rows=1, width=7.0, height=4.0, sharex=True):
+    """`(fig, axes (rows,))`: axes stacked over a shared time axis (`sharex=False`: each
+    its own), with fixed margins in inches (room for a y label with exponent tick
+    labels, an x label and a title).
     matplotlib's constrained layout measures every label to place them and took half
     the time of the main job's plots."""
     plt = _pyplot()
-    fig, axes = plt.subplots(rows, 1, figsize=(width, height), sharex=rows > 1, squeeze=False)
+    fig, axes = plt.subplots(rows, 1, figsize=(width, height), sharex=sharex and rows > 1, squeeze=False)
     left, right, bottom, top, gap = 0.95, 0.2, 0.55, 0.4, 0.75
     panel = (height - bottom - top - gap * (rows - 1)) / rows
     fig.subplots_adjust(left=left / width, right=1 - right / width, bottom=bottom / height,
