@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -80,14 +81,14 @@ def first_order_structure(model, p, q0, t0):
     resistance (index above 1)."""
     with jax.ensure_compile_time_eval():
         pe, q, t = _evaluation_point(model, p, q0, t0)
-        M = np.asarray(dyn.mass_matrix(model, q, jnp.zeros(model.n), t, pe))
+        M = np.asarray(_mass_matrix(model, q, t, pe))
         massless = np.flatnonzero(np.all(M == 0, axis=0) & np.all(M == 0, axis=1))
         if massless.size == 0:
             return None
         if model.m == 0:
             dependent, rows = np.zeros(0, int), np.zeros(0, int)
         else:
-            B = np.asarray(kin.constraint_jacobian(model, q, t, pe))
+            B, Qv = (np.asarray(x) for x in _jacobian_and_damping(model, q, t, pe))
             B0 = B[:, massless]
             s = np.linalg.svd(B0, compute_uv=False)
             r0 = int(np.sum(s > 1e-10 * max(float(s[0]) if s.size else 0.0, 1.0)))
@@ -97,7 +98,6 @@ def first_order_structure(model, p, q0, t0):
             # (their rates follow from the rows), stiff laws such as junctions stay loop
             # variables, so Newton resolves their currents directly (no cancellation in
             # a sum of larger currents).
-            Qv = np.asarray(jax.jacfwd(lambda v: dyn.forcing(model, q, v, t, pe))(jnp.zeros(model.n)))
             weight = 1.0 / (1.0 + np.abs(np.diag(Qv)[massless]))
             import scipy.linalg   # on first use: it is not needed to import mbdjax
 
@@ -107,9 +107,7 @@ def first_order_structure(model, p, q0, t0):
                                          mode="economic")
             rows = np.sort(rpiv[:r0])
             # The loop basis is only valid if the massless columns are constant in q and t.
-            cols = jnp.asarray(massless)
-            dq = np.asarray(jax.jacfwd(lambda x: kin.constraint_jacobian(model, x, t, pe)[:, cols])(q))
-            dt = np.asarray(jax.jacfwd(lambda s_: kin.constraint_jacobian(model, q, s_, pe)[:, cols])(t))
+            dq, dt = (np.asarray(x) for x in _column_derivatives(model, q, t, pe, jnp.asarray(massless)))
             if np.any(dq != 0) or np.any(dt != 0):
                 names = [model.coordinates[i] for i in massless]
                 raise SimulationError(
@@ -126,6 +124,35 @@ def first_order_structure(model, p, q0, t0):
     return fo
 
 
+# The structural evaluations above as compiled programs (one each, kept in the
+# persistent compilation cache) rather than their operations dispatched one by one.
+@eqx.filter_jit
+def _mass_matrix(model, q, t, p):
+    return dyn.mass_matrix(model, q, jnp.zeros(model.n), t, p)
+
+
+@eqx.filter_jit
+def _jacobian_and_damping(model, q, t, p):
+    """`(B (m, n), ∂Q/∂q̇ (n, n))` at rest."""
+    Qv = jax.jacfwd(lambda v: dyn.forcing(model, q, v, t, p))(jnp.zeros(model.n))
+    return kin.constraint_jacobian(model, q, t, p), Qv
+
+
+@eqx.filter_jit
+def _column_derivatives(model, q, t, p, cols):
+    """`(∂B[:, cols]/∂q, ∂B[:, cols]/∂t)`: zero when those columns are constant."""
+    dq = jax.jacfwd(lambda x: kin.constraint_jacobian(model, x, t, p)[:, cols])(q)
+    dt = jax.jacfwd(lambda s_: kin.constraint_jacobian(model, q, s_, p)[:, cols])(t)
+    return dq, dt
+
+
+@eqx.filter_jit
+def _loop_damping(model, fo, q, t, p):
+    """`Wᵀ (∂Q/∂q̇) W (k, k)` at rest: singular when a massless loop has no resistance."""
+    W = loop_basis(model, fo, kin.constraint_jacobian(model, q, t, p))
+    return _G_jacobian(model, W, q, jnp.zeros(model.n), t, p)
+
+
 def refuse(model, p, q0, t0, who):
     """Raise a `SimulationError` if `model` has resistive massless loops, which only the
     augmented formulation integrates (called by the other formulations' `prepare`)."""
@@ -140,10 +167,7 @@ def refuse(model, p, q0, t0, who):
 
 
 def _check_index_one(model, fo, q, t, p):
-    qd = jnp.zeros(model.n)
-    B = kin.constraint_jacobian(model, q, t, p)
-    W = loop_basis(model, fo, B)
-    J = np.asarray(_G_jacobian(model, W, q, qd, t, p))
+    J = np.asarray(_loop_damping(model, fo, q, t, p))
     s = np.linalg.svd(J, compute_uv=False)
     if s.size and s[-1] > 1e-12 * max(float(s[0]), 1e-300) and np.all(np.isfinite(s)):
         return
@@ -210,6 +234,10 @@ def accelerations(model, fo, q, qd, t, p, stabilization):
 _NEWTON_MAX = 60
 
 
+# Compiled as one function: a simulation evaluates the rates at a dozen places (the
+# solver's stages, the projection, the outputs), and JAX then traces this Newton loop
+# once and reuses it at every one of them.
+@eqx.filter_jit
 def solve_rates(model, fo, q, qd, t, p):
     """`q̇` with the massless rates solved at `(q, t)`: the dependent ones from their
     constraint rows, the independent (loop) ones by Newton on `G = Wᵀ Q = 0`; the given
