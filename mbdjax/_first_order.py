@@ -206,6 +206,7 @@ def residual(model, fo, q, qd, t, p):
     return W.T @ dyn.forcing(model, q, qd, t, p)
 
 
+@eqx.filter_jit     # traced once for the solver's stages and the outputs (see solve_rates)
 def accelerations(model, fo, q, qd, t, p, stabilization):
     """`(q̈ (n,), λ (m,))` at a state whose massless rates solve the loop equations
     (`solve_rates`), with the independent massless rows replaced by `Ġ = 0`; the
