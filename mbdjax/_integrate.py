@@ -186,6 +186,7 @@ def simulate(
         )
     t0 = jnp.asarray(t0, dtype=float)
     t1 = jnp.asarray(t1, dtype=float)
+    _check_finite(model, p, q0, qd0)
     if is_concrete(q0):
         near = model.singular_coordinates(q0, p)
         if near:
@@ -250,6 +251,34 @@ def simulate(
         if message is not None:
             raise SimulationError(message)
     return traj
+
+
+def _check_finite(model, p, q0, qd0):
+    """Raise a `SimulationError` naming every non-finite parameter and initial
+    coordinate or rate, when the values are concrete. Without it a NaN parameter shows
+    only after the run: as a NaN state with fixed steps, or (adaptive steps, every
+    error estimate NaN, every step rejected) as `max_steps` after 100 000 rejections."""
+    bad = []
+    if is_concrete(p):
+        for path, value in jax.tree_util.tree_flatten_with_path(p)[0]:
+            if not np.all(np.isfinite(np.asarray(value))):
+                bad.append(f"parameter {_param_name(path)} = {np.asarray(value).tolist()}")
+    for label, x in (("q0", q0), ("qd0", qd0)):
+        if is_concrete(x):
+            x = np.asarray(x)
+            bad += [f"{label}[{model.coordinates[i]}] = {x[i]}" for i in np.flatnonzero(~np.isfinite(x))]
+    if bad:
+        raise SimulationError("simulate: non-finite input: " + "; ".join(bad)
+                              + ". Give finite values (params=..., q0, qd0).")
+
+
+def _param_name(path):
+    """`"spring.k"`-style name of a parameter's pytree path."""
+    parts = []
+    for key in path:
+        name = getattr(key, "key", getattr(key, "name", getattr(key, "idx", key)))
+        parts.append(f"[{name}]" if isinstance(name, int) else str(name))
+    return ".".join(parts).replace(".[", "[")
 
 
 def progress_meter(progress):
