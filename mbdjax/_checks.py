@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
@@ -157,25 +158,18 @@ def dependent_rows(B, names, rtol=1e-9):
     return tuple(names[k] for k in range(np.shape(B)[0]) if k not in kept)
 
 
-def _compiled(name):
-    """The compiled form of one of the evaluations below, made on first use (equinox's
-    filter_jit: the model is static, so a second `check` of the same model compiles
-    nothing, and another process loads it from the persistent compilation cache)."""
-    import equinox as eqx
-
-    if name not in _COMPILED:
-        _COMPILED[name] = eqx.filter_jit(_EVALUATIONS[name])
-    return _COMPILED[name]
-
-
+@eqx.filter_jit
 def _at(model, q, t, p, qd):
     """`(B, max |Φ|, M)` at `(q, t)`, one compiled call instead of the operations of
-    the Jacobian and mass matrix dispatched one by one."""
+    the Jacobian and mass matrix dispatched one by one (the model is static: a second
+    `check` of it compiles nothing, another process loads it from the persistent
+    compilation cache)."""
     B = kin.constraint_jacobian(model, q, t, p)
     residual = jnp.max(jnp.abs(kin.holonomic(model, q, t, p))) if model.m_h else jnp.zeros(())
     return B, residual, dyn.mass_matrix(model, q, qd, t, p)
 
 
+@eqx.filter_jit
 def _probe(model, q, t, p):
     """`(q', B(q'))`: `q` projected back onto `Φ = 0` (20 Gauss–Newton steps) and the
     constraint Jacobian there."""
@@ -183,10 +177,6 @@ def _probe(model, q, t, p):
 
     qp = project_positions(model, q, t, p, 20)
     return qp, kin.constraint_jacobian(model, qp, t, p)
-
-
-_EVALUATIONS = {"at": _at, "probe": _probe}
-_COMPILED: dict = {}
 
 
 def check(model, q, t=0.0, params=None, *, qd=None, rtol=1e-9, probes=3, probe_step=1e-3, seed=0):
@@ -234,7 +224,7 @@ def check(model, q, t=0.0, params=None, *, qd=None, rtol=1e-9, probes=3, probe_s
     t = float(t)
     names = model.row_names
     n, m = model.n, model.m
-    B, residual, M = _compiled("at")(model, jnp.asarray(q), jnp.asarray(t), p,
+    B, residual, M = _at(model, jnp.asarray(q), jnp.asarray(t), p,
                                      None if qd is None else jnp.asarray(qd, dtype=float))
     B, residual, M = np.asarray(B), float(residual), np.asarray(M)
     problems = []
@@ -268,7 +258,7 @@ def check(model, q, t=0.0, params=None, *, qd=None, rtol=1e-9, probes=3, probe_s
                 break
             direction = Nq @ rng.standard_normal(Nq.shape[1])
             direction /= np.linalg.norm(direction)
-            _, Bp = _compiled("probe")(model, jnp.asarray(q + scale * direction), jnp.asarray(t), p)
+            _, Bp = _probe(model, jnp.asarray(q + scale * direction), jnp.asarray(t), p)
             Bp = np.asarray(Bp)
             sp = np.linalg.svd(Bp, compute_uv=False)
             if _rank(sp, Bp.shape, rtol)[0] == m:

@@ -22,7 +22,7 @@ from ._singular import singular_configuration_error
 from ._stabilization import resolve_stabilization
 from ._switching import switching_of
 from ._tracing import is_concrete
-from ._trajectory import Trajectory
+from ._trajectory import Trajectory, flatten_params
 
 _MESSAGES = (
     "mbdjax.simulate: the solver took max_steps steps before reaching t1; raise "
@@ -260,9 +260,9 @@ def _check_finite(model, p, q0, qd0):
     error estimate NaN, every step rejected) as `max_steps` after 100 000 rejections."""
     bad = []
     if is_concrete(p):
-        for path, value in jax.tree_util.tree_flatten_with_path(p)[0]:
-            if not np.all(np.isfinite(np.asarray(value))):
-                bad.append(f"parameter {_param_name(path)} = {np.asarray(value).tolist()}")
+        for name, value in jax.device_get(flatten_params(p)).items():   # one transfer
+            if not np.all(np.isfinite(value)):
+                bad.append(f"parameter {name} = {np.asarray(value).tolist()}")
     for label, x in (("q0", q0), ("qd0", qd0)):
         if is_concrete(x):
             x = np.asarray(x)
@@ -270,15 +270,6 @@ def _check_finite(model, p, q0, qd0):
     if bad:
         raise SimulationError("simulate: non-finite input: " + "; ".join(bad)
                               + ". Give finite values (params=..., q0, qd0).")
-
-
-def _param_name(path):
-    """`"spring.k"`-style name of a parameter's pytree path."""
-    parts = []
-    for key in path:
-        name = getattr(key, "key", getattr(key, "name", getattr(key, "idx", key)))
-        parts.append(f"[{name}]" if isinstance(name, int) else str(name))
-    return ".".join(parts).replace(".[", "[")
 
 
 def progress_meter(progress):
