@@ -57,6 +57,7 @@ _LAZY = {
     "FitResult": "._fit", "fit": "._fit", "fit_loss": "._fit",
 }
 _RENAMED = {"xla_loop_setting": ("._xla_cpu", "loop_setting"), "xla_thread_setting": ("._xla_cpu", "thread_setting"),
+            "xla_emitter_setting": ("._xla_cpu", "emitter_setting"),
             "compilation_cache_setting": ("._compilation_cache", "cache_setting"),
             "kinematics": ("._kinematics", None)}
 _SUBPACKAGES = ("models", "planar", "spatial", "network", "plotting")

@@ -26,7 +26,7 @@ if sys.argv[1] == "late":
 with warnings.catch_warnings(record=True) as caught:
     import mbdjax
 out = {"flags": os.environ.get("XLA_FLAGS"), "setting": mbdjax.xla_loop_setting(),
-       "warnings": [str(w.message) for w in caught]}
+       "emitters": mbdjax.xla_emitter_setting(), "warnings": [str(w.message) for w in caught]}
 if sys.argv[1] == "compile":
     import glob
     from mbdjax.models import pendulum_chain
@@ -39,7 +39,7 @@ print("RESULT" + json.dumps(out))
 
 
 def _probe(mode, *args, **env):
-    full = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", xc.ENV)}
+    full = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", xc.ENV, xc.EMITTERS_ENV)}
     full.update(env)
     res = subprocess.run([sys.executable, "-c", PROBE, mode, *args], capture_output=True, text=True, env=full,
                          timeout=300)
@@ -69,12 +69,13 @@ def test_requested_limit_parsing():
 def test_import_sets_the_limit_and_xla_compiles_the_loops_as_single_kernels(tmp_path):
     dump = f"--xla_dump_to={tmp_path / 'on'} --xla_dump_hlo_as_text"
     on = _probe("compile", str(tmp_path / "on"), XLA_FLAGS=dump)
-    # Other user flags stay; the option is added beside them.
-    assert on["flags"] == f"{dump} --xla_backend_extra_options={OPT}={xc.DEFAULT_LOOP_BYTES}"
+    # Other user flags stay; the options are added beside them.
+    assert on["flags"] == f"{dump} {xc.EMITTER_FLAG} --xla_backend_extra_options={OPT}={xc.DEFAULT_LOOP_BYTES}"
+    assert on["emitters"] == {"fusion_emitters": False, "source": "mbdjax"}
     assert on["setting"] == {"loop_bytes": xc.DEFAULT_LOOP_BYTES, "source": "mbdjax"}
     dump_off = f"--xla_dump_to={tmp_path / 'off'} --xla_dump_hlo_as_text"
     off = _probe("compile", str(tmp_path / "off"), XLA_FLAGS=dump_off, **{xc.ENV: "off"})
-    assert off["flags"] == dump_off and off["setting"]["source"] == f"{xc.ENV}=off"
+    assert off["flags"] == f"{dump_off} {xc.EMITTER_FLAG}" and off["setting"]["source"] == f"{xc.ENV}=off"
     # With the limit raised the step loop (the stage, projection and save loops inside
     # it) becomes one kernel: the chain's solves are block cyclic reduction in jnp, no
     # library call. XLA's own 1 kB limit admits none of them.
@@ -84,10 +85,19 @@ def test_import_sets_the_limit_and_xla_compiles_the_loops_as_single_kernels(tmp_
 def test_user_flags_win_and_a_late_import_warns():
     mine = f"--xla_backend_extra_options={OPT}=123"
     user = _probe("plain", XLA_FLAGS=mine)
-    assert user["flags"] == mine and user["setting"]["loop_bytes"] is None and not user["warnings"]
+    assert user["flags"] == f"{mine} {xc.EMITTER_FLAG}" and user["setting"]["loop_bytes"] is None
+    assert not user["warnings"]
+    # The emitter choice: a user's flag wins, and MBDJAX_XLA_CPU_EMITTERS=off leaves XLA's.
+    theirs = "--xla_cpu_use_fusion_emitters=true"
+    user = _probe("plain", XLA_FLAGS=theirs)
+    assert user["flags"].startswith(theirs + " ") and xc.EMITTER_FLAG not in user["flags"]
+    assert user["emitters"] == {"fusion_emitters": None, "source": "XLA_FLAGS (set by the user)"}
+    off = _probe("plain", **{xc.EMITTERS_ENV: "off"})
+    assert xc.EMITTER_FLAG not in off["flags"] and off["emitters"]["source"] == f"{xc.EMITTERS_ENV}=off"
     late = _probe("late")
     assert late["flags"] is None
     assert late["setting"]["source"].startswith("not applied")
+    assert late["emitters"]["source"] == "not applied: JAX's backend had started"
     assert any("Import mbdjax before" in w for w in late["warnings"])
 
 
@@ -160,3 +170,17 @@ def test_thread_guard_leaves_a_users_nproc_and_can_be_turned_off():
     assert off["nproc"] is None and off["setting"]["source"] == f"{xc.THREADS_ENV}=off"
     two = _run(probe, **{xc.THREADS_ENV: "2"})
     assert two["nproc"] == "2" and two["setting"] == {"threads": 2, "source": "mbdjax"}
+
+
+def test_emitter_choice_only_for_jaxlib_releases_that_have_the_flag(monkeypatch):
+    """XLA aborts on an unknown flag, so the emitter flag is set only for the jaxlib
+    releases checked to have it: [0.6.0, 0.12)."""
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    monkeypatch.delenv(xc.EMITTERS_ENV, raising=False)
+    monkeypatch.setattr(xc, "_backend_started", lambda: False)
+    monkeypatch.setattr(xc, "_emitters", dict(xc._emitters))     # this process's report stays as it was
+    for version, applied in (((0, 5, 3), False), ((0, 6, 0), True), ((0, 10, 2), True), ((0, 12, 0), False)):
+        monkeypatch.setattr(xc, "_jaxlib_version", lambda v=version: v)
+        monkeypatch.delenv("XLA_FLAGS", raising=False)
+        xc._apply_emitters()
+        assert (xc.EMITTER_FLAG in os.environ.get("XLA_FLAGS", "")) is applied, version
