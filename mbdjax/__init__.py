@@ -32,6 +32,7 @@ from ._errors import (  # noqa: E402
     InitialConditionError as InitialConditionError,
     MbdjaxError as MbdjaxError,
     ModelError as ModelError,
+    ParameterError as ParameterError,
     SimulationError as SimulationError,
 )
 
@@ -89,4 +90,4 @@ def __dir__():
     return sorted(set(globals()) | set(_LAZY) | set(_RENAMED) | set(_SUBPACKAGES))
 
 
-__all__ = sorted([*_LAZY, *_RENAMED, "InitialConditionError", "MbdjaxError", "ModelError", "SimulationError"])
+__all__ = sorted([*_LAZY, *_RENAMED, "InitialConditionError", "MbdjaxError", "ModelError", "ParameterError", "SimulationError"])

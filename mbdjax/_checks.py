@@ -23,6 +23,7 @@ import numpy as np
 
 from . import _dynamics as dyn
 from . import _kinematics as kin
+from ._params import checked_params
 
 
 @dataclass(frozen=True)
@@ -215,12 +216,19 @@ def check(model, q, t=0.0, params=None, *, qd=None, rtol=1e-9, probes=3, probe_s
         >>> mbd.check(twice, jnp.zeros(2)).dependent
         ('b',)
     """
-    p = model.resolve_params(params)
+    p = checked_params(model, params, "check")
     q = np.asarray(q, dtype=float)
     if q.shape != (model.n,):
         from ._errors import ModelError
 
         raise ModelError(f"check: q has shape {q.shape}, expected ({model.n},) for {list(model.coordinates)}.")
+    for label, x in (("q", q), ("qd", None if qd is None else np.asarray(qd, dtype=float))):
+        if x is not None and x.shape == (model.n,) and not np.all(np.isfinite(x)):
+            from ._errors import ModelError
+
+            bad = ", ".join(f"{label}[{model.coordinates[i]}] = {x[i]}" for i in np.flatnonzero(~np.isfinite(x)))
+            raise ModelError(f"check: non-finite state ({bad}); the existence conditions are only defined at a "
+                             "finite configuration. Give finite values.")
     t = float(t)
     names = model.row_names
     n, m = model.n, model.m

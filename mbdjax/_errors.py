@@ -29,5 +29,17 @@ class InitialConditionError(MbdjaxError, ValueError):
     """Consistent initial conditions cannot be found from what was given."""
 
 
+class ParameterError(MbdjaxError, ValueError):
+    """A parameter pytree does not match the model's: missing or unknown names, or a
+    leaf of the wrong shape. `missing`, `unknown` and `shapes` (`{name: (given,
+    expected)}`) hold what was found."""
+
+    def __init__(self, message, missing=(), unknown=(), shapes=None):
+        self.missing = tuple(missing)
+        self.unknown = tuple(unknown)
+        self.shapes = dict(shapes or {})
+        super().__init__(message)
+
+
 class SimulationError(MbdjaxError, RuntimeError):
     """A simulation was set up with options that cannot work together."""

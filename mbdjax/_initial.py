@@ -17,9 +17,9 @@ import optimistix as optx
 from . import _kinematics as kin
 from ._checks import _rank, dependent_rows
 from ._errors import InitialConditionError
+from ._params import checked_params
 from ._stabilization.projection import project_positions, project_velocities
 from ._tracing import is_concrete as _concrete
-
 
 
 
@@ -91,6 +91,25 @@ def _raise_dependent(model, J, idx, label, kind):
     )
 
 
+def _raise_unreachable(model, idx, vals, q_ls, res_ls, res_names):
+    """Raise an `InitialConditionError` saying which prescribed positions cannot be
+    reached: the least-squares compromise `q_ls` between the constraints and the
+    conditions leaves residuals `res_ls` (rows named by `res_names`)."""
+    vals = np.asarray(vals)
+    moved = [(model.coordinates[k], float(v), float(q_ls[k])) for k, v in zip(idx, vals)]
+    moved.sort(key=lambda c: -abs(c[2] - c[1]))
+    wanted = ", ".join(f"{nm} = {v:g}" for nm, v, _ in moved)
+    closest = ", ".join(f"{nm} = {x:.4g}" for nm, _, x in moved)
+    order = [k for k in np.argsort(-np.abs(res_ls)) if k < model.m_h][:3]
+    rows = ", ".join(f"{res_names[k]} = {res_ls[k]:.3g}" for k in order)
+    raise InitialConditionError(
+        f"initial_conditions: fix_q cannot be reached: no assembled configuration near the guess has "
+        f"{wanted}. The closest (least squares over constraints and conditions) has {closest}, with "
+        f"constraint residuals {rows}. The value is probably outside the range of motion; give one within "
+        "reach, or a guess near the assembly you mean."
+    )
+
+
 def _holonomic_rank(model, q_guess, fix, t0, p):
     """Numerical rank of `Φ_q` on the manifold near the guess; `m_h` when traced.
 
@@ -138,7 +157,10 @@ def _newton(model, q_guess, idx, vals, t0, p, tol, max_iter, least_squares=False
 
     if model.m_h == 0:
         return q_guess, residual(q_guess, None), jnp.asarray(True)
-    if least_squares:
+    if least_squares == "levenberg_marquardt":   # the closest the conditions come, when they cannot be met
+        sol = optx.least_squares(residual, optx.LevenbergMarquardt(rtol=tol, atol=tol), q_guess,
+                                 max_steps=max_iter, throw=False)
+    elif least_squares:
         solver = optx.GaussNewton(rtol=tol, atol=tol, linear_solver=lx.SVD())
         sol = optx.least_squares(residual, solver, q_guess, max_steps=max_iter, throw=False)
     else:
@@ -205,7 +227,7 @@ def initial_conditions(
         >>> [round(float(v), 6) for v in (*q0, *qd0)]
         [0.6, -0.8, 0.8, 0.6]
     """
-    p = model.resolve_params(params)
+    p = checked_params(model, params, "initial_conditions")
     n = model.n
     q_guess = jnp.asarray(q_guess, dtype=float)
     if q_guess.shape != (n,):
@@ -213,6 +235,16 @@ def initial_conditions(
             f"initial_conditions: q_guess has shape {q_guess.shape}, expected ({n},) for "
             f"{list(model.coordinates)}."
         )
+    bad = []
+    if _concrete(q_guess):
+        guess = np.asarray(q_guess)
+        bad += [f"q_guess[{model.coordinates[i]}] = {guess[i]}" for i in np.flatnonzero(~np.isfinite(guess))]
+    for label, fix in (("fix_q", fix_q), ("fix_qd", fix_qd)):
+        if isinstance(fix, dict):
+            bad += [f"{label}[{k}] = {float(v)}" for k, v in fix.items()
+                    if _concrete(v) and np.ndim(v) == 0 and not np.isfinite(float(v))]
+    if bad:
+        raise InitialConditionError("initial_conditions: non-finite input: " + "; ".join(bad) + ". Give finite values.")
     t0 = jnp.asarray(t0, dtype=float)
 
     # ---------------------------------------------------------------- positions
@@ -240,6 +272,16 @@ def initial_conditions(
     if _concrete(q0, res):
         res_np = np.asarray(res)
         worst = float(np.max(np.abs(res_np))) if res_np.size else 0.0
+        if (not bool(converged) or not np.isfinite(worst) or worst > max(1e3 * tol, 1e-9)) and idx:
+            # Newton failed from this guess: a least-squares search (Levenberg–Marquardt)
+            # either finds an assembly after all, or shows how close one comes.
+            q_ls, res_ls, _ = _newton(model, q_guess, idx, vals, t0, p, tol, 4 * max_iter, "levenberg_marquardt")
+            res_ls = np.asarray(res_ls)
+            worst_ls = float(np.max(np.abs(res_ls)))
+            if np.isfinite(worst_ls) and worst_ls <= max(1e3 * tol, 1e-9):
+                q0, res_np, worst, converged = q_ls, res_ls, worst_ls, True
+            elif np.isfinite(worst_ls):
+                _raise_unreachable(model, idx, vals, np.asarray(q_ls), res_ls, res_names)
         if not bool(converged) or not np.isfinite(worst) or worst > max(1e3 * tol, 1e-9):
             order = np.argsort(-np.nan_to_num(np.abs(res_np), nan=np.inf))[:3]
             detail = ", ".join(f"{res_names[k]} = {res_np[k]:.3g}" for k in order)

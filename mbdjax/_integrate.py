@@ -15,6 +15,7 @@ import numpy as np
 from . import _kinematics as kin
 from ._errors import SimulationError
 from ._formulation import resolve_formulation
+from ._params import checked_params
 from ._redundancy import expand, restrict, select_rows
 from ._rk import repr_solver
 from ._runtime_checks import checked_on_host, collecting, first_failure
@@ -22,7 +23,7 @@ from ._singular import singular_configuration_error
 from ._stabilization import resolve_stabilization
 from ._switching import switching_of
 from ._tracing import is_concrete
-from ._trajectory import Trajectory, flatten_params
+from ._trajectory import Trajectory
 
 _MESSAGES = (
     "mbdjax.simulate: the solver took max_steps steps before reaching t1; raise "
@@ -97,6 +98,7 @@ def simulate(
     throw=True,
     rows=None,
     progress=False,
+    consistent="check",
 ):
     """Integrate the equations of motion of `model` from `(q0, qd0)` at `t0` to `t1`.
 
@@ -148,6 +150,16 @@ def simulate(
             without and is not kept in the persistent compilation cache; leave it off
             for short runs and inside batches.
 
+        consistent: what to do with an initial state off the constraints (`|Φ(q0, t0)|`
+            or `|B q̇0 − b|` above the consistency tolerance, `drift_tol` or 1e-6, the
+            velocity rows scaled by `max(1, |q̇0|)`): `"check"` (default) raises a
+            `SimulationError` naming the violated rows and pointing to
+            `mbdjax.initial_conditions`; `"project"` moves the state onto the
+            constraints (nearest positions, then the orthogonal projection of the
+            velocities) and warns with what changed. Checked only when the state is
+            concrete (not under an enclosing `jit`/`vmap`/`grad`, where the run starts
+            from the formulation's own projection).
+
     Returns:
         A `mbdjax.Trajectory` with `t (T,)`, `q, qd, qdd (T, n)` and `lam (T, m)`.
 
@@ -163,6 +175,7 @@ def simulate(
 
     References: Haug §6.3 (mixed differential-algebraic equations), THEORY §5.
     """
+    _check_options(solver, adjoint, rtol, atol, max_steps, drift_tol, t0, t1)
     formulation = resolve_formulation(formulation)
     stabilization = resolve_stabilization(stabilization)
     if type(stabilization).__name__ in formulation.ignores:
@@ -172,7 +185,7 @@ def simulate(
             stacklevel=2,
         )
     # Every parameter leaf becomes an array so new values never trigger a recompile.
-    p = jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype=float), model.resolve_params(params))
+    p = jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype=float), checked_params(model, params, "simulate"))
     solver = diffrax.Tsit5() if solver is None else solver
     solver_name = repr_solver(solver)
     meter = progress_meter(progress)
@@ -186,7 +199,12 @@ def simulate(
         )
     t0 = jnp.asarray(t0, dtype=float)
     t1 = jnp.asarray(t1, dtype=float)
-    _check_finite(model, p, q0, qd0)
+    _check_finite(model, q0, qd0)
+    if consistent not in ("check", "project"):
+        raise SimulationError(f"simulate: consistent must be 'check' or 'project', got {consistent!r}.")
+    if model.m and is_concrete(q0, qd0, p, t0):
+        q0, qd0 = _consistent_start(model, q0, qd0, t0, p, consistent,
+                                    1e-6 if drift_tol is None else float(drift_tol))
     if is_concrete(q0):
         near = model.singular_coordinates(q0, p)
         if near:
@@ -253,23 +271,94 @@ def simulate(
     return traj
 
 
-def _check_finite(model, p, q0, qd0):
-    """Raise a `SimulationError` naming every non-finite parameter and initial
-    coordinate or rate, when the values are concrete. Without it a NaN parameter shows
-    only after the run: as a NaN state with fixed steps, or (adaptive steps, every
-    error estimate NaN, every step rejected) as `max_steps` after 100 000 rejections."""
+def _check_options(solver, adjoint, rtol, atol, max_steps, drift_tol, t0, t1):
+    """Raise a `SimulationError` naming a solver option of the wrong kind: a solver or
+    adjoint that is not a diffrax one, negative (or both zero) tolerances, a
+    step limit that is not a positive integer, a negative drift tolerance, or a start
+    or end time that is not a scalar."""
+    if solver is not None and not isinstance(solver, diffrax.AbstractSolver):
+        raise SimulationError(f"simulate: solver must be a diffrax solver instance such as diffrax.Tsit5() or "
+                              f"diffrax.Kvaerno5(), got {solver!r}.")
+    if adjoint is not None and not isinstance(adjoint, diffrax.AbstractAdjoint):
+        raise SimulationError(f"simulate: adjoint must be a diffrax adjoint instance such as "
+                              f"diffrax.RecursiveCheckpointAdjoint(), got {adjoint!r}.")
+    tolerances = []
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        if not isinstance(value, (str, bytes)) and not is_concrete(value):
+            continue
+        if isinstance(value, (str, bytes)) or np.ndim(value) != 0 or not (np.isfinite(value) and float(value) >= 0):
+            raise SimulationError(f"simulate: {name} must be a number >= 0, got {value!r}.")
+        tolerances.append(float(value))
+    if len(tolerances) == 2 and not sum(tolerances) > 0:
+        raise SimulationError("simulate: rtol and atol are both 0, which admits no error at all; give "
+                              "rtol > 0 (relative) or atol > 0 (absolute).")
+    if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
+        raise SimulationError(f"simulate: max_steps must be a positive integer, got {max_steps!r}.")
+    if drift_tol is not None and (isinstance(drift_tol, (str, bytes)) or not float(drift_tol) > 0):
+        raise SimulationError(f"simulate: drift_tol must be a positive residual bound or None (no check), "
+                              f"got {drift_tol!r}.")
+    for name, value in (("t0", t0), ("t1", t1)):
+        if isinstance(value, (str, bytes)) or np.ndim(value) != 0:
+            raise SimulationError(f"simulate: {name} must be a scalar time in seconds, got {value!r}.")
+
+
+@eqx.filter_jit
+def _start_residuals(model, q0, qd0, t0, p):
+    return kin.holonomic(model, q0, t0, p), kin.velocity_residual(model, q0, qd0, t0, p)
+
+
+def _consistent_start(model, q0, qd0, t0, p, mode, tol):
+    """`(q0, qd0)` checked against the constraints (THEORY §4): unchanged when they
+    hold to `tol` (velocity rows to `tol·max(1, |q̇0|)`); otherwise a
+    `SimulationError` naming the violated rows (`mode="check"`), or the state moved
+    onto the constraints with a warning saying what changed (`mode="project"`)."""
+    phi, vel = (np.asarray(x) for x in jax.device_get(_start_residuals(model, q0, qd0, t0, p)))
+    vtol = tol * max(1.0, float(np.max(np.abs(np.asarray(qd0)), initial=0.0)))
+    names = model.row_names
+    bad = [(names[k], float(phi[k])) for k in np.flatnonzero(~(np.abs(phi) <= tol))]
+    bad_v = [(names[k], float(vel[k])) for k in np.flatnonzero(~(np.abs(vel) <= vtol))]
+    if not bad and not bad_v:
+        return q0, qd0
+
+    def listing(rows):
+        rows = sorted(rows, key=lambda r: -abs(r[1]))
+        return ", ".join(f"{nm} = {v:.3g}" for nm, v in rows[:4]) + (f" (+{len(rows) - 4} more)" if len(rows) > 4 else "")
+
+    what = "; ".join(part for part in (
+        f"position constraints Φ(q0, t0): {listing(bad)}" if bad else "",
+        f"velocity constraints B q̇0 − b: {listing(bad_v)}" if bad_v else "") if part)
+    if mode == "check":
+        raise SimulationError(
+            f"simulate: the initial state is not on the constraints ({what}; tolerance {tol:g}). Solve a "
+            "consistent one with mbdjax.initial_conditions(model, q_guess, fix_q=..., fix_qd=...), or pass "
+            "consistent='project' to move this one onto the constraints.")
+    from ._initial import _nearest, _project_velocities
+
+    q1 = _nearest(model, q0, t0, p, 8)[0]
+    qd1 = _project_velocities(model, q1, qd0, t0, p)
+    dq, dv = np.asarray(q1 - q0), np.asarray(qd1 - qd0)
+    moved = [f"q0[{model.coordinates[k]}] {float(q0[k]):.6g} → {float(q1[k]):.6g}"
+             for k in np.flatnonzero(np.abs(dq) > 1e-12)]
+    moved += [f"qd0[{model.coordinates[k]}] {float(qd0[k]):.6g} → {float(qd1[k]):.6g}"
+              for k in np.flatnonzero(np.abs(dv) > 1e-12)]
+    warnings.warn(f"simulate: projected the initial state onto the constraints ({what}): " + ", ".join(moved) + ".",
+                  stacklevel=3)
+    return q1, qd1
+
+
+def _check_finite(model, q0, qd0):
+    """Raise a `SimulationError` naming every non-finite initial coordinate or rate,
+    when the values are concrete (non-finite parameters are refused by
+    `checked_params`). Without it a NaN input shows only after the run: as a NaN state
+    with fixed steps, or (adaptive steps, every error estimate NaN, every step
+    rejected) as `max_steps` after 100 000 rejections."""
     bad = []
-    if is_concrete(p):
-        for name, value in jax.device_get(flatten_params(p)).items():   # one transfer
-            if not np.all(np.isfinite(value)):
-                bad.append(f"parameter {name} = {np.asarray(value).tolist()}")
     for label, x in (("q0", q0), ("qd0", qd0)):
         if is_concrete(x):
             x = np.asarray(x)
             bad += [f"{label}[{model.coordinates[i]}] = {x[i]}" for i in np.flatnonzero(~np.isfinite(x))]
     if bad:
-        raise SimulationError("simulate: non-finite input: " + "; ".join(bad)
-                              + ". Give finite values (params=..., q0, qd0).")
+        raise SimulationError("simulate: non-finite input: " + "; ".join(bad) + ". Give finite values.")
 
 
 def progress_meter(progress):

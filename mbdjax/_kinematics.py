@@ -167,7 +167,9 @@ def kinematic_analysis(model, q_guess, t, params=None, *, tol=1e-12, max_iter=50
         >>> [round(float(v), 6) for v in (q[1, 0], q[1, 1], qd[1, 0], qd[1, 1])]
         [0.479426, -0.877583, 0.877583, 0.479426]
     """
-    p = model.resolve_params(params)
+    from ._params import checked_params
+
+    p = checked_params(model, params, "kinematic_analysis")
     if model.m_n or model.m_h != model.n:
         raise InitialConditionError(
             f"kinematic_analysis: the model has {model.n} coordinates and {model.m_h} "

@@ -23,6 +23,69 @@ def _as_float_tree(tree):
     return jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype=float), tree)
 
 
+def _params_tree(params):
+    """The default parameter pytree with float leaves; a leaf that is not a number (a
+    string, None, an object) is a `ModelError` naming it."""
+    if params is None:
+        return {}
+    bad = []
+    for path, leaf in jax.tree_util.tree_flatten_with_path(params, is_leaf=lambda x: x is None)[0]:
+        try:
+            if leaf is None or isinstance(leaf, (str, bytes)):
+                raise TypeError
+            np.asarray(leaf, dtype=float)
+        except (TypeError, ValueError):
+            bad.append(f"{jax.tree_util.keystr(path)} = {leaf!r}")
+    if bad:
+        raise ModelError(f"Model: params must hold numbers (scalars or arrays); not a number: {', '.join(bad)}.")
+    return _as_float_tree(params)
+
+
+#: the admissible values a parameter can be declared to have (`Model(param_bounds=)`)
+BOUND_KINDS = ("positive", "nonnegative", "nonzero", "psd")
+
+
+def _bounds(param_bounds, params):
+    """`((name, kind, what), ...)` from `{dotted name: kind or (kind, what)}`, checked
+    against the parameter names and `BOUND_KINDS`."""
+    if not param_bounds:
+        return ()
+    from ._trajectory import flatten_params
+
+    names = flatten_params(params)
+    out, problems = [], []
+    for name, spec in param_bounds.items():
+        kind, what = (spec, name) if isinstance(spec, str) else tuple(spec)
+        if name not in names:
+            problems.append(f"Model: `param_bounds` names {name!r}, which is not a parameter; the parameters are "
+                            f"{sorted(names)}.")
+        elif kind not in BOUND_KINDS:
+            problems.append(f"Model: `param_bounds[{name!r}]` is {kind!r}; use one of {list(BOUND_KINDS)}.")
+        else:
+            out.append((name, kind, str(what)))
+    if problems:
+        raise ModelError(problems)
+    return tuple(sorted(out))
+
+
+def _first_line(err):
+    """The first line of an exception's message (JAX's tracer errors run to a page)."""
+    text = str(err).strip()
+    return text.splitlines()[0] if text else ""
+
+
+def _advice(err, params):
+    """What to do about the usual exceptions a model function raises while traced."""
+    if isinstance(err, KeyError) and isinstance(params, dict):
+        return (f" (the function reads a parameter the model does not declare; its parameters are "
+                f"{sorted(params)}: add it to params=)")
+    if type(err).__name__ in ("TracerBoolConversionError", "ConcretizationTypeError",
+                              "TracerIntegerConversionError"):
+        return (" (the function branches in Python on a traced value: use jnp.where or jax.lax.cond instead of "
+                "`if`, and jnp functions instead of math/float())")
+    return ""
+
+
 def sample_point(n: int, scale: float = 0.1, phase: float = 0.0) -> jnp.ndarray:
     """A deterministic, generic point of R^n (no coincidences, no zeros).
 
@@ -74,6 +137,12 @@ class Model(eqx.Module):
         params: default parameter pytree (leaves converted to float arrays).
         reactions: optional `{joint: fn(q, lam, p) -> (force, torque)}` used by
             `Trajectory.reaction`; front ends provide it.
+        param_bounds: optional `{dotted parameter name: kind or (kind, what)}` with
+            kind one of `"positive"`, `"nonnegative"`, `"nonzero"`, `"psd"`
+            (symmetric positive semi-definite matrix) and `what` a description
+            ("mass of body 'rod' (kg)"); `simulate`, `check` and the other entry points
+            refuse parameter values outside them, naming the parameter. The front ends
+            declare their masses, inertias, stiffnesses, resistances, capacitances, ...
         singularity: optional `fn(q) -> (k,)` signed margins, zero (and changing
             sign) where the coordinates themselves are singular (3-1-3 Euler angles:
             sin θ, the rates are not determined at θ = 0, π); `check` reports them,
@@ -121,6 +190,7 @@ class Model(eqx.Module):
     singularity_names: tuple[str, ...] = eqx.field(static=True, default=())
     singularity_tol: float = eqx.field(static=True, default=1e-3)
     singularity_advice: str = eqx.field(static=True, default="")
+    param_bounds: tuple = eqx.field(static=True, default=())
 
     def __init__(
         self,
@@ -147,6 +217,7 @@ class Model(eqx.Module):
         singularity_names=None,
         singularity_tol=1e-3,
         singularity_advice="",
+        param_bounds=None,
     ):
         problems: list[str] = []
         if isinstance(coordinates, str):
@@ -185,7 +256,7 @@ class Model(eqx.Module):
 
         self.coordinates = coordinates
         self.inertia_kind = given[0]
-        self.params = _as_float_tree(params if params is not None else {})
+        self.params = _params_tree(params)
         self.mass_matrix_fn = mass_matrix
         self.kinetic_energy_fn = kinetic_energy
         self.mass_diagonal_fn = mass_diagonal
@@ -202,6 +273,13 @@ class Model(eqx.Module):
         self.singularity_fn = singularity
         self.singularity_tol = float(singularity_tol)
         self.singularity_advice = str(singularity_advice)
+        self.param_bounds = _bounds(param_bounds, self.params)
+        if self.param_bounds:
+            from ._params import bound_problems
+
+            outside = bound_problems(self, self.params)
+            if outside:
+                raise ModelError([f"Model: {p}." for p in outside])
 
         n = len(coordinates)
         q = sample_point(n) if validate_at is None else jnp.asarray(validate_at, dtype=float)
@@ -218,7 +296,7 @@ class Model(eqx.Module):
             try:
                 out = jax.jit(lambda *a: jnp.asarray(fn(*a)))(*args)
             except Exception as err:  # noqa: BLE001 - reported with context
-                problems.append(f"Model: `{label}` raised {type(err).__name__}: {err}")
+                problems.append(f"Model: `{label}` raised {type(err).__name__}: {_first_line(err)}{_advice(err, p)}")
                 return None
             return out
 

@@ -14,7 +14,7 @@ import re
 
 import jax.numpy as jnp
 
-from ._errors import MbdjaxError
+from ._errors import MbdjaxError, ParameterError
 from ._trajectory import flatten_params
 
 _INDEX = re.compile(r"^(.*)\[(\d+)\]$")
@@ -86,3 +86,124 @@ def set_values(params, paths, values):
     for k, path in enumerate(paths):
         params = put(params, path, values[k])
     return params
+
+
+def checked_params(model, params, who, batched=False):
+    """`params` (or `model.params` when None) after checking it against the model's
+    declared parameters: the same dotted names, and each leaf of the declared shape
+    (with `batched`, also that shape behind one leading batch axis).
+
+    A model that declares no parameters accepts any pytree (its functions read what
+    they need). Raises a `ParameterError` naming the missing and unknown names and the
+    leaves of the wrong shape, with the expected names and shapes listed.
+
+    Example:
+
+        >>> import jax.numpy as jnp, mbdjax as mbd
+        >>> from mbdjax._params import checked_params
+        >>> osc = mbd.Model(("x",), mass_diagonal=lambda p: jnp.array([p["m"]]),
+        ...                 params={"m": 1.0, "k": 4.0})
+        >>> checked_params(osc, {"m": 2.0, "c": 0.1}, "simulate")
+        Traceback (most recent call last):
+        ...
+        mbdjax._errors.ParameterError: simulate: params is missing ['k'] and has unknown names ['c']; the model's parameters are {'k': (), 'm': ()}.
+    """
+    if params is None:
+        return model.params
+    declared = flatten_params(model.params)
+    if not declared:
+        from ._tracing import is_concrete
+
+        if is_concrete(params):
+            bad = nonfinite_problems(params)
+            if bad:
+                raise ParameterError(f"{who}: " + "; ".join(bad) + ".")
+        return params
+    if not isinstance(params, dict):
+        raise ParameterError(f"{who}: params must be a dict like model.params, got {type(params).__name__}; "
+                             f"the model's parameters are {_shapes(declared)}.")
+    given = flatten_params(params)
+    missing = sorted(set(declared) - set(given))
+    unknown = sorted(set(given) - set(declared))
+    shapes = {}
+    for name in sorted(set(declared) & set(given)):
+        want, got = tuple(jnp.shape(declared[name])), tuple(jnp.shape(given[name]))
+        if got != want and not (batched and len(got) == len(want) + 1 and got[1:] == want):
+            shapes[name] = (got, want)
+    if not (missing or unknown or shapes):
+        from ._tracing import is_concrete
+
+        if is_concrete(params):
+            outside = nonfinite_problems(params, declared if batched else None) or bound_problems(model, params)
+            if outside:
+                raise ParameterError(f"{who}: " + "; ".join(outside) + ".")
+        return params
+    parts = []
+    if missing:
+        parts.append(f"is missing {missing}")
+    if unknown:
+        parts.append(f"has unknown names {unknown}")
+    if shapes:
+        parts.append("has " + ", ".join(f"{k} of shape {g} instead of {w}" for k, (g, w) in shapes.items()))
+    raise ParameterError(f"{who}: params " + " and ".join(parts) + f"; the model's parameters are {_shapes(declared)}.",
+                         missing=missing, unknown=unknown, shapes=shapes)
+
+
+def _shapes(flat):
+    return {k: tuple(jnp.shape(v)) for k, v in sorted(flat.items())}
+
+
+def nonfinite_problems(params, declared=None) -> list[str]:
+    """`"parameter k = nan"` for every leaf of `params` (concrete) holding a NaN or an
+    infinity, after one transfer of all leaves to the host; `"parameter k = nan (batch
+    member 1)"` for a leaf with one more axis than its `declared` value (a dict of
+    dotted name to value: the model's parameters, for a batch)."""
+    import jax
+    import numpy as np
+
+    out = []
+    for name, value in jax.device_get(flatten_params(params)).items():
+        value = np.asarray(value, dtype=float)
+        if np.all(np.isfinite(value)):
+            continue
+        bad = value[~np.isfinite(value)].ravel()[0]
+        where = ""
+        if declared is not None and name in declared and value.ndim == np.ndim(declared[name]) + 1:
+            member = int(np.flatnonzero(~np.all(np.isfinite(value.reshape(value.shape[0], -1)), axis=1))[0])
+            where = f" (batch member {member})"
+        out.append(f"parameter {name} = {bad}{where}")
+    if out:
+        out[-1] += ". Give finite values"
+    return out
+
+
+def bound_problems(model, params) -> list[str]:
+    """The parameters of `params` (concrete values; a leading batch axis is allowed)
+    outside the bounds the model declares (`Model(param_bounds=)`), one sentence each,
+    naming the parameter, its value and what it is."""
+    import numpy as np
+
+    if not model.param_bounds:
+        return []
+    flat = flatten_params(params)
+    problems = []
+    for name, kind, what in model.param_bounds:
+        if name not in flat:
+            continue
+        v = np.asarray(flat[name], dtype=float)
+        if kind == "psd":
+            if v.ndim < 2 or v.shape[-1] != v.shape[-2]:
+                continue
+            sym = 0.5 * (v + np.swapaxes(v, -1, -2))
+            low = float(np.min(np.linalg.eigvalsh(sym)))
+            scale = max(1.0, float(np.max(np.abs(v), initial=0.0)))
+            if low < -1e-12 * scale:
+                problems.append(f"parameter {name} ({what}) has a negative principal value {low:.3g}; it must be "
+                                "positive semi-definite")
+            continue
+        bad = {"positive": ~(v > 0), "nonnegative": ~(v >= 0), "nonzero": ~(v != 0)}[kind]
+        if np.any(bad):
+            first = v[bad].ravel()[0]
+            rule = {"positive": "> 0", "nonnegative": ">= 0", "nonzero": "nonzero"}[kind]
+            problems.append(f"parameter {name} = {first:g} ({what}) must be {rule}")
+    return problems

@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._errors import MbdjaxError, SimulationError
-from ._params import path_name, resolve_names, set_values
+from ._params import checked_params, path_name, resolve_names, set_values
 from ._sweep_store import SweepResult, load_sweep, open_folder
 from ._files import atomic_write
 from ._sweep_store import outputs_name, settings, sha, fingerprint, write_manifest
@@ -250,7 +250,7 @@ def sweep(model, samples=None, *, out, chunk: int = 256, outputs=None, q0=None, 
     outputs = final_state if outputs is None else outputs
     if not callable(outputs):
         raise MbdjaxError("sweep: outputs must be a function traj -> {name: array} (default mbdjax.sweep final state).")
-    base = model.resolve_params(params)
+    base = checked_params(model, params, "sweep")
     names, paths, values, q0, qd0, B = _samples(model, base, samples, q0, qd0)
     names = tuple(path_name(p) for p in paths)
     C = min(int(chunk), B)

@@ -68,7 +68,8 @@ def read_config(path):
     if not (outputs == "final" or (isinstance(outputs, list) and outputs and all(isinstance(c, str) for c in outputs))):
         problems.append(f"outputs must be \"final\" or a list of coordinate names; got {outputs!r}")
     if problems:
-        raise MbdjaxError([f"sweep: {p}." for p in problems])
+        raise MbdjaxError(f"sweep: {problems[0]}." if len(problems) == 1 else
+                          f"sweep: {len(problems)} problems in the config:\n" + "\n".join(f"  - {p}." for p in problems))
     base = os.path.dirname(os.path.abspath(path))
     stem = os.path.splitext(os.path.basename(path))[0]
     cfg["out"] = os.path.join(base, cfg.get("out", f"sweep-{stem}"))

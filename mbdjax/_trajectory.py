@@ -6,6 +6,7 @@ import functools
 import io
 import json
 import os
+import zipfile
 from typing import Any
 
 import equinox as eqx
@@ -447,14 +448,32 @@ class Trajectory(eqx.Module):
     @classmethod
     def load(cls, path, model=None) -> "Trajectory":
         """Read a trajectory written by `save`; attach `model` to use derived outputs."""
-        with np.load(os.fspath(path), allow_pickle=False) as data:
-            header = json.loads(str(data["header"]))
-            if header.get("format") != _FORMAT:
-                raise MbdjaxError(f"Trajectory.load: {path} is not an mbdjax trajectory file.")
-            arrays = {k: jnp.asarray(data[k]) for k in ("t", "q", "qd", "qdd")}
-            lam = jnp.asarray(data["lam"]) if "lam" in data.files else None
-            u = jnp.asarray(data["u"]) if "u" in data.files else None
-            modes = jnp.asarray(data["modes"]) if "modes" in data.files else None
+        path = os.fspath(path)
+        if not os.path.isfile(path):
+            raise MbdjaxError(f"Trajectory.load: {path!r} does not exist (or is not a file); give the path "
+                              "that Trajectory.save wrote.")
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                if not hasattr(data, "files") or "header" not in data.files:
+                    raise MbdjaxError(f"Trajectory.load: {path!r} is not an mbdjax trajectory file (no header); "
+                                      "it was not written by Trajectory.save.")
+                header = json.loads(str(data["header"]))
+                if not isinstance(header, dict) or header.get("format") != _FORMAT:
+                    raise MbdjaxError(f"Trajectory.load: {path!r} is not an mbdjax trajectory file.")
+                missing = [k for k in ("t", "q", "qd", "qdd") if k not in data.files]
+                if missing:
+                    raise MbdjaxError(f"Trajectory.load: {path!r} lacks the arrays {missing}; the file is "
+                                      "incomplete. Save the trajectory again.")
+                arrays = {k: jnp.asarray(data[k]) for k in ("t", "q", "qd", "qdd")}
+                lam = jnp.asarray(data["lam"]) if "lam" in data.files else None
+                u = jnp.asarray(data["u"]) if "u" in data.files else None
+                modes = jnp.asarray(data["modes"]) if "modes" in data.files else None
+        except MbdjaxError:
+            raise
+        except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as err:
+            raise MbdjaxError(f"Trajectory.load: {path!r} cannot be read as an mbdjax trajectory file "
+                              f"(truncated, or not an .npz archive: {type(err).__name__}); give a file "
+                              "written by Trajectory.save.") from None
         if model is not None and tuple(model.coordinates) != tuple(header["coordinates"]):
             raise MbdjaxError(
                 "Trajectory.load: the model's coordinates do not match the file's "

@@ -176,7 +176,7 @@ def test_drift_beyond_tolerance_is_an_error(pendulum):
 def test_nan_parameters_are_an_error(pendulum):
     # Named before the run, with adaptive steps too (they would otherwise reject every
     # step until max_steps); the inputs' own values are the reference.
-    with pytest.raises(mbd.SimulationError, match=r"non-finite input: parameter m = nan"):
+    with pytest.raises(mbd.ParameterError, match=r"simulate: parameter m = nan. Give finite values"):
         mbd.simulate(pendulum, Q0, QD0, t1=1.0, params=dict(pendulum.params, m=jnp.nan))
     with pytest.raises(mbd.SimulationError, match=r"qd0\[y\] = inf"):
         mbd.simulate(pendulum, Q0, QD0.at[1].set(jnp.inf), t1=1.0)
@@ -191,6 +191,29 @@ def test_bad_arguments(pendulum):
         mbd.simulate(pendulum, jnp.zeros(3), QD0, t1=1.0)
     with pytest.raises(mbd.SimulationError, match="progress must be"):
         mbd.simulate(pendulum, Q0, QD0, t1=1.0, progress="bar")
+
+
+def test_inconsistent_initial_state_is_refused_or_projected_by_request(pendulum):
+    """An initial state off the rod raises by default, naming the row; with
+    consistent="project" it starts from the nearest point on the unit circle, r/|r|,
+    with the radial part of the velocity removed, v − (r̂·v) r̂ (closed forms, to 1e-12),
+    and a warning says what moved. A consistent state runs with no warning."""
+    import warnings
+
+    r, v = jnp.array([0.9, 0.3]), jnp.array([0.4, 1.0])
+    with pytest.raises(mbd.SimulationError, match=r"not on the constraints \(position constraints Φ\(q0, t0\): "
+                                                  r"rod = -0.05; velocity constraints B q̇0 − b: rod = 0.66.*initial_conditions"):
+        mbd.simulate(pendulum, r, v, t1=1.0, saveat=11)
+    with pytest.warns(UserWarning, match=r"projected the initial state.*q0\[x\] 0.9 → 0.948683"):
+        tr = mbd.simulate(pendulum, r, v, t1=1.0, saveat=11, consistent="project")
+    unit = r / jnp.linalg.norm(r)
+    np.testing.assert_allclose(tr.q[0], unit, atol=1e-12)
+    np.testing.assert_allclose(tr.qd[0], v - jnp.dot(unit, v) * unit, atol=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mbd.simulate(pendulum, Q0, QD0, t1=1.0, saveat=11)
+    with pytest.raises(mbd.SimulationError, match="consistent must be 'check' or 'project'"):
+        mbd.simulate(pendulum, Q0, QD0, t1=1.0, consistent="fix")
 
 
 def test_save_and_load_roundtrip(pendulum, tmp_path):

@@ -423,14 +423,39 @@ def compile_network(net, mechanism, attach):
         metadata["switching"] = _stick_slip(net, parts, frictions, multipliers)
     if mechanism is not None and mechanism.metadata:
         metadata = {**mechanism.metadata, **metadata}
+    bounds = _bounds(net, params)
+    if mechanism is not None:
+        bounds = {**{n: (k, w) for n, k, w in mechanism.param_bounds}, **bounds}
     return Model(
         tuple(lay.coordinates),
         nonholonomic=nonholonomic if non_names else None,
         nonholonomic_names=non_names or None,
         params=params,
         metadata=metadata,
+        param_bounds=bounds,
         **kwargs,
     )
+
+
+def _bounds(net, params):
+    """The admissible values of the elements' scalar parameters (`Model(param_bounds=)`),
+    by the same rules as the build-time checks (`_validate`): for example R >= 0, C > 0."""
+    from ._validate import NONNEGATIVE, NONZERO, POSITIVE
+
+    out = {}
+    for e in net._elements:
+        own = params.get(e.name, {})
+        for key in e.params:
+            if key not in own or jnp.shape(own[key]) != ():
+                continue
+            name = f"{e.name}.{key}"
+            if key in POSITIVE and e.fn is None:
+                out[name] = ("positive", f"{POSITIVE[key]} of {e.kind} {e.name!r}")
+            elif key in NONNEGATIVE:
+                out[name] = ("nonnegative", f"{NONNEGATIVE[key]} of {e.kind} {e.name!r}")
+            elif key in NONZERO:
+                out[name] = ("nonzero", f"{key} of {e.kind} {e.name!r}")
+    return out
 
 
 def _coupled(mech, parts, net_diagonal, n_mech):

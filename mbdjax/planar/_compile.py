@@ -368,4 +368,22 @@ def compile_mechanism(mech, validate_at=None):
         reactions=reactions,
         metadata=metadata,
         validate_at=validate_at,
+        param_bounds=_bounds(mech, layout),
     )
+
+
+def _bounds(mech, layout):
+    """The admissible values of the mechanism's physical parameters (`Model(param_bounds=)`)."""
+    out = {}
+    for b in layout.bodies:
+        out[f"{b}.mass"] = ("nonnegative", f"mass of body {b!r}, kg")
+        out[f"{b}.inertia"] = ("nonnegative", f"polar moment of inertia of body {b!r}, kg·m²")
+    for e in mech._elements:
+        if e.kind == "spring_damper":
+            out.update({f"{e.name}.k": ("nonnegative", f"stiffness of {e.name!r}, N/m"),
+                        f"{e.name}.c": ("nonnegative", f"damping of {e.name!r}, N·s/m"),
+                        f"{e.name}.length0": ("nonnegative", f"free length of {e.name!r}, m")})
+        elif e.kind == "rotational_spring_damper":
+            out.update({f"{e.name}.k": ("nonnegative", f"stiffness of {e.name!r}, N·m/rad"),
+                        f"{e.name}.c": ("nonnegative", f"damping of {e.name!r}, N·m·s/rad")})
+    return out

@@ -107,6 +107,12 @@ def validate(mech) -> list[str]:
         ok_j = check_body(label, "body_j", e.body_j)
         if ok_i and ok_j and e.body_i == e.body_j:
             problems.append(f"{label}: body_i and body_j are both {e.body_i!r}; connect two different bodies.")
+        if e.kind in ("spring_damper", "rotational_spring_damper"):
+            for key, unit in (("k", "N/m" if e.kind == "spring_damper" else "N·m/rad"),
+                              ("c", "N·s/m" if e.kind == "spring_damper" else "N·m·s/rad")):
+                if float(e.params[key]) < 0:
+                    problems.append(f"{label}: `{key}` = {float(e.params[key])} {unit} is negative; a spring or "
+                                    "damper constant must be >= 0.")
         if e.kind == "spring_damper" and float(e.params["length0"]) < 0:
             problems.append(
                 f"{label}: free length length0 {float(e.params['length0'])} m is negative; use a "

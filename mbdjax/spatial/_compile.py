@@ -212,7 +212,34 @@ def compile_mechanism(mech, validate_at=None):
         singularity_advice=("3-1-3 Euler angles are singular at θ = 0 or π (φ and ψ turn about the same "
                             "axis); build the body with orientation='quaternion', or choose body axes "
                             "that keep θ away from 0 and π"),
+        param_bounds=_bounds(mech, slots, params),
     )
+
+
+def _bounds(mech, slots, params):
+    """The admissible values of the mechanism's physical parameters (`Model(param_bounds=)`)."""
+    out = {}
+    for b in slots:
+        out[f"{b}.mass"] = ("nonnegative", f"mass of body {b!r}, kg")
+        out[f"{b}.inertia"] = ("psd", f"inertia tensor of body {b!r}, kg·m²")
+    for c in mech._contacts:
+        if "radius" in params.get(c.name, {}):
+            out[f"{c.name}.radius"] = ("positive", f"radius of {c.kind} {c.name!r}, m")
+    for e in mech._elements:
+        if e.kind == "spring_damper":
+            out.update({f"{e.name}.k": ("nonnegative", f"stiffness of {e.name!r}, N/m"),
+                        f"{e.name}.c": ("nonnegative", f"damping of {e.name!r}, N·s/m"),
+                        f"{e.name}.length0": ("nonnegative", f"free length of {e.name!r}, m")})
+    return {k: v for k, v in out.items() if _has(params, k)}
+
+
+def _has(params, dotted):
+    node = params
+    for key in dotted.split("."):
+        if not isinstance(node, dict) or key not in node:
+            return False
+        node = node[key]
+    return True
 
 
 def body_poses(mech):

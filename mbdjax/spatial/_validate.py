@@ -31,6 +31,14 @@ def validate(mech) -> list[str]:
                 f"body {name!r}: the inertia tensor has a negative principal moment "
                 f"({np.linalg.eigvalsh(J).min():.3g} kg·m²); give a positive semi-definite tensor."
             )
+        else:
+            moments = np.linalg.eigvalsh(J)
+            if moments[2] > moments[0] + moments[1] + 1e-9 * max(1.0, moments[2]):
+                problems.append(
+                    f"body {name!r}: principal moments {np.round(moments, 6).tolist()} kg·m² break the triangle "
+                    "inequality (the largest exceeds the sum of the other two), which no rigid body has; check "
+                    "the values and their axes."
+                )
 
     def body_ref(label, body, role):
         if body not in known:
