@@ -66,47 +66,56 @@ def test_docstring_examples(name):
     assert result.failed == 0
 
 
-def test_readme_quick_start_runs():
+def _readme_blocks():
+    """Every ```python block of the README, with the line it starts on."""
     import os
     import re
 
-    readme = open(os.path.join(os.path.dirname(os.path.dirname(__file__)), "README.md")).read()
-    code = re.search(r"## Quick start\n\n```python\n(.*?)```", readme, re.S).group(1)
+    readme = open(os.path.join(os.path.dirname(os.path.dirname(__file__)), "README.md"), encoding="utf-8").read()
+    return [(readme[:m.start()].count("\n") + 1, m.group(1)) for m in re.finditer(r"```python\n(.*?)```", readme, re.S)]
+
+
+def _quick_start(ns, out):
+    assert ns["traj"].q.shape == (200, 6) and ns["force"].shape == (200, 2)
+
+
+def _spatial(ns, out):
+    assert float(jnp.max(jnp.abs(ns["slip"]))) < 1e-9                       # rolling without slip
+    assert float(jnp.max(jnp.abs(ns["traj"].position_residual()))) < 1e-12
+
+
+def _network(ns, out):
+    assert float(jnp.max(jnp.abs(ns["p"]["residual"]))) < 1e-9                # power balance
+
+
+def _rectifier(ns, out):
+    assert 4.0 < float(jnp.max(ns["v_out"])) < 4.5                           # 5 V peak less one diode drop
+
+
+def _fit(ns, out):
+    assert abs(float(ns["res"].values[1]) - 4.0) < 1e-5 and ns["s"].raw.shape == (40, 1, 3)
+    assert "spring.k" in out
+
+
+def _batch(ns, out):
+    assert ns["batch"].q.shape == (64, 21, 9)
+
+
+#: what each README block must leave behind, by a phrase of its code
+README_CHECKS = {"from mbdjax.planar import Mechanism": _quick_start, "spatial.Mechanism(": _spatial,
+                 "net.inductor(": _network, "net.diode(": _rectifier, "mbd.fit(": _fit,
+                 "simulate_batch(": _batch,
+                 "mbd.sweep(": None}      # run, with its config block, by test_sweep.py's README test
+
+
+@pytest.mark.parametrize("line, code", [(n, c) for n, c in _readme_blocks() if "mbd.sweep(" not in c],
+                         ids=lambda v: f"README.md:{v}" if isinstance(v, int) else "")
+def test_readme_code_block_runs_on_its_own(line, code, capsys):
+    """Each README code block runs alone in a fresh namespace (its own imports) and
+    leaves the result it describes; every block has a check of its result."""
+    checks = [fn for phrase, fn in README_CHECKS.items() if phrase in code]
+    assert len(checks) == 1 and checks[0] is not None, f"README.md:{line}: add the block's check to README_CHECKS"
     namespace = {}
-    exec(compile(code, "README.md", "exec"), namespace)
-    assert namespace["traj"].q.shape == (200, 6) and namespace["force"].shape == (200, 2)
-    # The spatial snippet continues in the same namespace (it uses jnp and mbd).
-    spatial = re.search(r"### Spatial bodies and rolling\n\n```python\n(.*?)```", readme, re.S).group(1)
-    exec(compile(spatial, "README.md", "exec"), namespace)
-    assert float(jnp.max(jnp.abs(namespace["slip"]))) < 1e-9
-    assert float(jnp.max(jnp.abs(namespace["traj"].position_residual()))) < 1e-12
-    network = re.search(r"### Networks: circuits, drives, hydraulics\n\n```python\n(.*?)```", readme, re.S).group(1)
-    exec(compile(network, "README.md", "exec"), namespace)
-    assert float(jnp.max(jnp.abs(namespace["p"]["residual"]))) < 1e-9
-    circuit = re.search(r"Nonlinear junctions follow SPICE's defaults:\n\n```python\n(.*?)```", readme, re.S).group(1)
-    exec(compile(circuit, "README.md", "exec"), namespace)
-    assert 4.0 < float(jnp.max(namespace["v_out"])) < 4.5       # 5 V peak less one diode drop
+    exec(compile("\n" * (line) + code, "README.md", "exec"), namespace)
+    checks[0](namespace, capsys.readouterr().out)
 
-
-
-def test_readme_fit_snippet_runs(capsys):
-    import os
-    import re
-
-    readme = open(os.path.join(os.path.dirname(os.path.dirname(__file__)), "README.md")).read()
-    code = re.search(r"### Sensitivities and parameter fits\n\n```python\n(.*?)```", readme, re.S).group(1)
-    namespace = {}
-    exec(compile(code, "README.md", "exec"), namespace)
-    assert abs(float(namespace["res"].values[1]) - 4.0) < 1e-5 and namespace["s"].raw.shape == (40, 1, 3)
-    assert "spring.k" in capsys.readouterr().out
-
-
-def test_readme_batch_snippet_runs():
-    import os
-    import re
-
-    readme = open(os.path.join(os.path.dirname(os.path.dirname(__file__)), "README.md")).read()
-    code = re.search(r"### Batches, devices and hosts\n\n```python\n(.*?)```", readme, re.S).group(1)
-    namespace = {}
-    exec(compile(code, "README.md", "exec"), namespace)
-    assert namespace["batch"].q.shape == (64, 21, 9)
