@@ -10,6 +10,51 @@ import numpy as np
 _ANGLE_NAMES = ("phi", "theta", "psi", "th", "angle")
 
 
+#: unit of each domain's flow coordinate (the integral of its flow) and effort
+_DOMAIN_UNITS = {"electrical": ("C", "V"), "fluid": ("m³", "Pa"), "translational": ("m", "N"),
+                 "rotational": ("rad", "N·m")}
+
+
+def coordinate_unit(traj, name):
+    """The SI unit of coordinate `name`, read from its name and the model's front end:
+    `rad` for angles, `m` for body and node positions, `C` (charge) or `m³` (volume)
+    for the flow coordinate of an electrical or fluid element, `1` for Euler
+    parameters; `None` when the model does not say.
+
+    Example:
+
+        >>> import mbdjax as mbd
+        >>> from mbdjax import models
+        >>> from mbdjax.plotting._plots import coordinate_unit
+        >>> ex = models.get("rlc")
+        >>> traj = mbd.simulate(ex.model, ex.q0, ex.qd0, t1=1.0, saveat=11, **ex.options)
+        >>> coordinate_unit(traj, "C.q")
+        'C'
+    """
+    meta = (traj.model.metadata or {}) if traj.model is not None else {}
+    base, _, last = name.rpartition(".")
+    network = meta.get("network", {})
+    if base in network.get("elements", {}):
+        domains = network.get("node_domains", {})
+        found = [domains.get(t) for t in network["elements"][base]["terminals"] if domains.get(t)]
+        return _DOMAIN_UNITS.get(found[0], (None,))[0] if found else None
+    if last in _ANGLE_NAMES:
+        return "rad"
+    if last in ("e0", "e1", "e2", "e3"):
+        return "1"
+    if last in ("x", "y", "z") and (meta.get("front_end") or network):
+        return "m"
+    return None
+
+
+def _units_label(units, quantity):
+    """`"quantity [u]"` for one unit, `"quantity [u1, u2]"` for several."""
+    found = sorted({u for u in units if u is not None})
+    if not found:
+        return f"{quantity} [model units]"
+    return f"{quantity} [{', '.join(found)}]" + (" (and model units)" if None in units else "")
+
+
 def _pyplot():
     import matplotlib
 
@@ -62,7 +107,7 @@ def plot_coordinates(traj, names=None, ax=None):
     for name in names or traj.coordinates:
         ax.plot(t, np.asarray(traj.coordinate(name)), label=name)
     ax.set_xlabel("t [s]")
-    ax.set_ylabel("q")
+    ax.set_ylabel(_units_label([coordinate_unit(traj, n) for n in names or traj.coordinates], "q"))
     ax.set_title("generalized coordinates")
     ax.legend(fontsize="small", ncol=3)
     ax.grid(alpha=0.3)
@@ -94,7 +139,7 @@ def plot_residuals(traj, ax=None):
         ax.semilogy(t, np.max(np.abs(np.asarray(traj.velocity_residual())), axis=-1) + floor,
                     label="max |B q̇ − b|")
     ax.set_xlabel("t [s]")
-    ax.set_ylabel("residual")
+    ax.set_ylabel("residual [row units; rates per s]")
     ax.set_title("constraint residuals")
     ax.legend(fontsize="small")
     ax.grid(alpha=0.3)
@@ -222,12 +267,15 @@ def plot_network(traj, ax=None):
         for node in junctions:
             ax.plot(t, np.asarray(traj.effort(node)), label=node)
         ax.set_title("node efforts (voltage, pressure)")
+        domains = table.get("node_domains", {})
+        ax.set_ylabel(_units_label([_DOMAIN_UNITS.get(domains.get(n), (None, None))[1] for n in junctions], "effort"))
     else:
         for name, info in table.get("elements", {}).items():
             if info["kind"] in ("inductor", "inertance", "mass", "inertia", "dc_motor"):
                 flow = np.asarray(traj.flow(name))
                 ax.plot(t, flow[:, 0] if flow.ndim > 1 else flow, label=name)
         ax.set_title("flows of the flow stores")
+        ax.set_ylabel("flow [A, m³/s, m/s, rad/s by domain]")
     ax.set_xlabel("t [s]")
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize="small", ncol=2)
@@ -266,6 +314,7 @@ def plot_friction(traj, ax=None):
                             transform=ax.get_xaxis_transform(), label=f"{name} sticking")
     ax.set_title("friction force, static limits ±μ_s N (dashed), sticking (shaded)")
     ax.set_xlabel("t [s]")
+    ax.set_ylabel("force [N] (torque [N·m] on a shaft)")
     ax.legend(fontsize="small")
     ax.grid(alpha=0.3)
     return ax
@@ -313,8 +362,8 @@ def save_standard_plots(traj, out_dir, prefix=""):
             fig, (ax1, ax2) = _figure(rows=2, height=6.0)
             plot_coordinates(traj, names=others, ax=ax1)
             plot_coordinates(traj, names=angles, ax=ax2)
-            ax1.set_title("generalized coordinates: lengths")
-            ax2.set_title("generalized coordinates: angles [rad]")
+            ax1.set_title("generalized coordinates: positions and flows")
+            ax2.set_title("generalized coordinates: angles")
             ax1.set_xlabel("")
         else:
             fig, (ax,) = _figure()

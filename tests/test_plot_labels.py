@@ -1,0 +1,85 @@
+"""Every axis of the standard plots names a quantity and its unit.
+
+Reference: the units of the coordinates by construction (planar bodies: x, y in m and
+φ in rad; network elements: charge in C; node efforts in V), so a label with the
+wrong unit or none fails. The runs repeat the plotting docstrings' settings (the
+same compiled programs).
+"""
+
+import jax.numpy as jnp
+import pytest
+
+import mbdjax as mbd
+from mbdjax import models, plotting
+
+
+def _labels(ax):
+    return ax.get_xlabel(), ax.get_ylabel()
+
+
+@pytest.fixture(scope="module")
+def runs():
+    pend = mbd.Model(("x", "y"), mass_diagonal=lambda p: jnp.ones(2), potential=lambda q, t, p: 9.81 * q[1],
+                     holonomic=lambda q, t, p: jnp.stack([0.5 * (q @ q - 1.0)]), constraint_names=("rod",))
+    out = {"pendulum": mbd.simulate(pend, jnp.array([0.6, -0.8]), jnp.zeros(2), t1=1.0, saveat=21)}
+    for name, t1 in (("rlc", 1.0), ("stick-slip", 3.0), ("slider-crank", 0.1)):
+        ex = models.get(name)
+        out[name] = mbd.simulate(ex.model, ex.q0, ex.qd0, t1=t1, saveat=11, **ex.options)
+    return out
+
+
+def test_every_axis_names_a_quantity_and_a_unit(runs):
+    import matplotlib.pyplot as plt
+
+    cases = [
+        (plotting.plot_coordinates, "pendulum", ("t [s]", "q [model units]")),        # a bare Model: no units known
+        (plotting.plot_residuals, "pendulum", ("t [s]", "residual [row units; rates per s]")),
+        (plotting.plot_energy, "pendulum", ("t [s]", "[J]")),
+        (plotting.plot_network, "rlc", ("t [s]", "effort [V]")),
+        (plotting.plot_friction, "stick-slip", ("t [s]", "force [N] (torque [N·m] on a shaft)")),
+        (plotting.plot_reactions, "slider-crank", ("t [s]", "|F| [N]")),
+    ]
+    for fn, run, want in cases:
+        ax = fn(runs[run])
+        assert _labels(ax) == want, (fn.__name__, _labels(ax))
+        plt.close(ax.figure)
+    crank = runs["slider-crank"]
+    angles = [c for c in crank.coordinates if c.endswith(".phi")]
+    ax = plotting.plot_coordinates(crank, names=angles)
+    assert ax.get_ylabel() == "q [rad]"
+    plt.close(ax.figure)
+    ax = plotting.plot_coordinates(crank, names=[c for c in crank.coordinates if c not in angles])
+    assert ax.get_ylabel() == "q [m]"
+    plt.close(ax.figure)
+    ax = plotting.plot_coordinates(runs["rlc"])
+    assert ax.get_ylabel() == "q [C]"                                                  # charges
+    plt.close(ax.figure)
+    from mbdjax.plotting._plots import coordinate_unit
+
+    assert coordinate_unit(runs["stick-slip"], "x.x") == "m" and coordinate_unit(crank, "crank.phi") == "rad"
+
+
+def test_standard_plots_label_every_axis(runs, tmp_path):
+    """save_standard_plots: no axis of any figure it writes is left without a label
+    holding a unit in brackets."""
+    import matplotlib.pyplot as plt
+
+    seen = []
+    original = plt.Figure.savefig
+
+    def spy(fig, *args, **kwargs):
+        seen.extend(fig.axes)
+        return original(fig, *args, **kwargs)
+
+    plt.Figure.savefig = spy
+    try:
+        for run in runs.values():
+            plotting.save_standard_plots(run, tmp_path)
+    finally:
+        plt.Figure.savefig = original
+    assert len(seen) >= 12
+    for ax in seen:
+        xlabel, ylabel = _labels(ax)
+        assert "[" in ylabel, (ax.get_title(), ylabel)
+        assert "[" in xlabel or ax.get_xlabel() == "" and ax.get_shared_x_axes().get_siblings(ax) != [ax], \
+            (ax.get_title(), xlabel)
