@@ -42,4 +42,13 @@ class ParameterError(MbdjaxError, ValueError):
 
 
 class SimulationError(MbdjaxError, RuntimeError):
-    """A simulation was set up with options that cannot work together."""
+    """A simulation was set up with options that cannot work together, or its run
+    failed. A failed run carries `reason` (`"max_steps"`, `"solver"`, `"non_finite"`,
+    `"drift"`, ...), `time` (s: where it happened or how far the run got) and `names`
+    (the coordinates or constraint rows concerned) when they are known."""
+
+    def __init__(self, message, reason=None, time=None, names=()):
+        self.reason = reason
+        self.time = time
+        self.names = tuple(names)
+        super().__init__(message)

@@ -267,8 +267,49 @@ def simulate(
     if failure is not None:
         message = first_failure(*failure)
         if message is not None:
-            raise SimulationError(message)
+            raise _failure_error(message, traj, model, float(t0), float(t1))
     return traj
+
+
+#: reason of each run-time failure message (`_MESSAGES` order)
+_REASONS = ("max_steps", "solver", "non_finite", "drift", "max_partitions", "coordinate_singularity",
+            "max_switches", "rank_lost")
+
+
+def _failure_error(message, traj, model, t0, t1):
+    """The `SimulationError` of a failed run, its message followed by what the saved
+    outputs tell (host values): how far the run got; the first output time with a
+    non-finite value and the coordinates that went; the constraint row that drifted
+    most and when."""
+    if message not in _MESSAGES:
+        return SimulationError(message)
+    reason = _REASONS[_MESSAGES.index(message)]
+    t = np.asarray(traj.t)
+    state = np.concatenate([np.asarray(traj.q), np.asarray(traj.qd)], axis=1)
+    finite_rows = np.all(np.isfinite(state), axis=1) & np.isfinite(t)
+    reached = float(t[finite_rows][-1]) if finite_rows.any() else t0
+    detail, time, names = "", None, ()
+    if reason in ("max_steps", "solver", "max_partitions", "max_switches"):
+        time = reached
+        detail = f" The run got to t = {reached:.6g} s of t1 = {t1:.6g} s (the last output time reached)."
+    if reason in ("non_finite", "solver") and not finite_rows.all():
+        k = int(np.flatnonzero(~finite_rows)[0])
+        n = model.n
+        went = [f"q[{model.coordinates[i]}]" for i in np.flatnonzero(~np.isfinite(state[k, :n]))]
+        went += [f"qd[{model.coordinates[i]}]" for i in np.flatnonzero(~np.isfinite(state[k, n:]))]
+        if np.isfinite(t[k]) and went:
+            time, names = float(t[k]), tuple(went)
+            detail += (f" First non-finite output at t = {t[k]:.6g} s: {', '.join(went[:6])}"
+                       + (f" (+{len(went) - 6} more)" if len(went) > 6 else "")
+                       + (f"; the last finite one at t = {reached:.6g} s." if k > 0 else "."))
+    if reason == "drift" and model.m_h:
+        residual = np.abs(np.asarray(traj.position_residual()))
+        residual = np.where(np.isfinite(residual), residual, np.inf)
+        k, row = np.unravel_index(int(np.argmax(residual)), residual.shape)
+        time, names = float(t[k]), (model.constraint_names[row],)
+        detail = (f" Worst: row {model.constraint_names[row]} with |Φ| = {residual[k, row]:.3g} at "
+                  f"t = {t[k]:.6g} s.")
+    return SimulationError(message + detail, reason=reason, time=time, names=names)
 
 
 def _check_options(solver, adjoint, rtol, atol, max_steps, drift_tol, t0, t1):

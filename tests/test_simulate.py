@@ -161,16 +161,31 @@ def test_jit_and_no_recompile_for_new_parameters(pushed):
 
 
 def test_max_steps_is_a_clear_error(pendulum):
-    with pytest.raises(Exception, match="max_steps"):
+    with pytest.raises(mbd.SimulationError, match=r"max_steps.*The run got to t = [0-9.e-]+ s of t1 = 5 s") as err:
         mbd.simulate(pendulum, Q0, QD0, t1=5.0, max_steps=10)
+    assert err.value.reason == "max_steps" and 0.0 <= err.value.time < 5.0
     tr = mbd.simulate(pendulum, Q0, QD0, t1=5.0, max_steps=10, throw=False)
     assert not bool(tr.success)
     assert tr.result == diffrax.RESULTS.max_steps_reached
 
 
 def test_drift_beyond_tolerance_is_an_error(pendulum):
-    with pytest.raises(Exception, match="drift_tol"):
+    with pytest.raises(mbd.SimulationError, match=r"drift_tol.*Worst: row rod with \|Φ\| = ") as err:
         mbd.simulate(pendulum, Q0, QD0, t1=5.0, stabilization="none", rtol=1e-4, atol=1e-6, drift_tol=1e-9)
+    assert err.value.reason == "drift" and err.value.names == ("rod",) and 0.0 < err.value.time <= 5.0
+
+
+def test_a_state_that_turns_non_finite_is_named_with_its_time():
+    """Gravity 9.81·sqrt(0.5 − t) is NaN after t = 0.5 s (closed form): with fixed steps
+    the state turns NaN there, and the error names the first output time after 0.5 s
+    (outputs every 1/199 s: t = 100/199) and the coordinates that went."""
+    model = mbd.Model(("x", "y"), mass_diagonal=lambda p: jnp.ones(2),
+                      potential=lambda q, t, p: 9.81 * jnp.sqrt(0.5 - t) * q[1],
+                      holonomic=lambda q, t, p: jnp.stack([0.5 * (q @ q - 1.0)]), constraint_names=("rod",))
+    with pytest.raises(mbd.SimulationError, match=r"First non-finite output at t = 0.502513 s: q\[x\], q\[y\]") as err:
+        mbd.simulate(model, Q0, QD0, t1=1.0, fixed_step=0.01)
+    assert err.value.reason == "non_finite" and err.value.time == pytest.approx(100 / 199, abs=1e-12)
+    assert "q[x]" in err.value.names and "qd[y]" in err.value.names
 
 
 def test_nan_parameters_are_an_error(pendulum):
