@@ -175,3 +175,11 @@ class MechanismBuilder(Builder):
         if name not in coords:
             raise ModelError(f"Mechanism: no coordinate named {name!r}; the coordinates are {list(coords)}.")
         return coords.index(name)
+
+
+def spring_damper_bounds(name):
+    """`Model(param_bounds=)` entries of a translational spring-damper `name`: its
+    stiffness, damping and free length are >= 0."""
+    return {f"{name}.k": ("nonnegative", f"stiffness of {name!r}, N/m"),
+            f"{name}.c": ("nonnegative", f"damping of {name!r}, N·s/m"),
+            f"{name}.length0": ("nonnegative", f"free length of {name!r}, m")}

@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._builder import call_problem
+from .._builder import call_problem, spring_damper_bounds
 from .._errors import ModelError
 from .._model import Model, sample_point
 from .._sparse import JacobianPattern
@@ -380,9 +380,7 @@ def _bounds(mech, layout):
         out[f"{b}.inertia"] = ("nonnegative", f"polar moment of inertia of body {b!r}, kg·m²")
     for e in mech._elements:
         if e.kind == "spring_damper":
-            out.update({f"{e.name}.k": ("nonnegative", f"stiffness of {e.name!r}, N/m"),
-                        f"{e.name}.c": ("nonnegative", f"damping of {e.name!r}, N·s/m"),
-                        f"{e.name}.length0": ("nonnegative", f"free length of {e.name!r}, m")})
+            out.update(spring_damper_bounds(e.name))
         elif e.kind == "rotational_spring_damper":
             out.update({f"{e.name}.k": ("nonnegative", f"stiffness of {e.name!r}, N·m/rad"),
                         f"{e.name}.c": ("nonnegative", f"damping of {e.name!r}, N·m·s/rad")})

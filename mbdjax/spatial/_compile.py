@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._builder import call_problem
+from .._builder import call_problem, spring_damper_bounds
 from .._errors import ModelError
 from .._model import Model, sample_point
 from . import _contact as ct
@@ -227,9 +227,7 @@ def _bounds(mech, slots, params):
             out[f"{c.name}.radius"] = ("positive", f"radius of {c.kind} {c.name!r}, m")
     for e in mech._elements:
         if e.kind == "spring_damper":
-            out.update({f"{e.name}.k": ("nonnegative", f"stiffness of {e.name!r}, N/m"),
-                        f"{e.name}.c": ("nonnegative", f"damping of {e.name!r}, N·s/m"),
-                        f"{e.name}.length0": ("nonnegative", f"free length of {e.name!r}, m")})
+            out.update(spring_damper_bounds(e.name))
     return {k: v for k, v in out.items() if _has(params, k)}
 
 
