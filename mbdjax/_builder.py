@@ -95,13 +95,18 @@ class Builder:
 
 
 def call_problem(label, fn, args, shape, unit):
-    """Evaluate a user function once; a problem string (raised, or the wrong shape) or None."""
+    """Trace a user function once, as the simulation will (abstract values, so Python
+    control flow on a traced value is caught here, under the function's own name); a
+    problem string (raised, or the wrong shape) or None."""
+    import jax
     import jax.numpy as jnp
 
+    from ._model import _advice, _first_line
+
     try:
-        out = jnp.asarray(fn(*args), dtype=float)
+        out = jax.eval_shape(lambda *a: jnp.asarray(fn(*a), dtype=float), *args)
     except Exception as err:  # noqa: BLE001 - reported with context
-        return f"{label} raised {type(err).__name__}: {err}"
+        return f"{label} raised {type(err).__name__}: {_first_line(err)}{_advice(err, args[-1])}"
     if out.shape != shape:
         return f"{label} returned shape {out.shape}; it must return {unit} of shape {shape}."
     return None

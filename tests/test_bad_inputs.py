@@ -163,6 +163,14 @@ CASES = [
     ("planar drive not a function", lambda: _planar(lambda m: m.revolute("j", "ground", (0, 0), "a", (0, 0)),
                                                     lambda m: m.drive_angle("d", "ground", "a", 3.0)), M,
      r"drive_angle 'd': `f` must be a function"),
+    ("planar drive branching in Python", lambda: _planar(lambda m: m.revolute("j", "ground", (0, 0), "a", (0.5, 0)),
+                                                         lambda m: m.drive_angle("d", "ground", "a",
+                                                                                 lambda t, p: t if t > 0 else 0.0)), M,
+     r"drive_angle 'd': f\(t, p\) raised TracerBoolConversionError.*use jnp.where"),
+    ("planar actuator reading a missing parameter", lambda: _planar(
+        lambda m: m.spring_damper("s", "ground", (0, 0), "a", (0, 0), k=1.0, c=0.0, length0=1.0,
+                                  actuator=lambda l, ld, t, p: p["force"])), M,
+     r"spring_damper 's': actuator\(l, ldot, t, p\) raised KeyError: 'force'.*does not declare"),
     ("planar fix of an unknown axis", lambda: _planar(lambda m: m.fix("f", "a", ("z",))), M,
      r"fix 'f': coordinates must be a non-empty subset of \['x', 'y', 'phi'\]"),
     # --------------------------------------------------------- spatial front end
