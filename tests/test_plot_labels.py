@@ -83,3 +83,28 @@ def test_standard_plots_label_every_axis(runs, tmp_path):
         assert "[" in ylabel, (ax.get_title(), ylabel)
         assert "[" in xlabel or ax.get_xlabel() == "" and ax.get_shared_x_axes().get_siblings(ax) != [ax], \
             (ax.get_title(), xlabel)
+
+
+def test_reactions_plot_shows_the_driving_torque(runs):
+    """The driven slider-crank's crank turns at a constant 2π rad/s, so by the
+    work-energy theorem the driver's torque on the crank times ω is dE/dt: over the
+    run, ∫ τ ω dt = E(t1) − E(0) (Simpson's rule on the saved points, to 1e-6 of the
+    work of |τ|). The drive has no reaction force, so only the torque panel shows it."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from scipy.integrate import simpson
+
+    ex = models.get("slider-crank")
+    traj = mbd.simulate(ex.model, ex.q0, ex.qd0, t1=1.0, saveat=401, **ex.options)
+    force, torque = traj.reaction("drive")          # on body_i, the ground: minus the torque on the crank
+    t, omega = np.asarray(traj.t), np.asarray(traj.qd[:, ex.model.index("crank.phi")])
+    energy = np.asarray(traj.energy())
+    work = simpson(-np.asarray(torque) * omega, x=t)
+    scale = simpson(np.abs(np.asarray(torque) * omega), x=t)
+    assert float(np.max(np.abs(np.asarray(force)))) == 0.0 and scale > 0.1
+    assert abs(work - (energy[-1] - energy[0])) < 1e-6 * scale
+    ax = plotting.plot_reactions(traj, quantity="torque")
+    drive = [line for line in ax.get_lines() if line.get_label() == "drive"][0]
+    np.testing.assert_allclose(drive.get_ydata(), np.abs(np.asarray(torque)))
+    assert ax.get_ylabel() == "|T| [N·m]"
+    plt.close(ax.figure)

@@ -182,8 +182,11 @@ def plot_energy(traj, ax=None):
     return ax
 
 
-def plot_reactions(traj, joints=None, ax=None):
-    """Magnitude of the reaction force of each joint (or those in `joints`).
+def plot_reactions(traj, joints=None, ax=None, quantity="force"):
+    """Magnitude of the reaction force (`quantity="force"`, N) or torque (`"torque"`,
+    N·m, about the joint point) of each joint (or those in `joints`), on its body_i.
+    A driver's torque (the torque that drives a crank, with no reaction force) shows
+    in the torque panel.
 
     Example:
 
@@ -200,12 +203,14 @@ def plot_reactions(traj, joints=None, ax=None):
     fns = (traj.model.reaction_fns or {}) if traj.model is not None else {}
     chosen = list(joints or sorted(fns))
     reactions = traj.reactions(chosen) if chosen else {}
+    if quantity not in ("force", "torque"):
+        raise ValueError(f"plot_reactions: quantity must be 'force' or 'torque', got {quantity!r}.")
     for joint in chosen:
-        force, _ = reactions[joint]
-        ax.plot(t, np.linalg.norm(np.asarray(force), axis=-1), label=joint)
+        value = np.asarray(reactions[joint][0 if quantity == "force" else 1])
+        ax.plot(t, np.abs(value) if value.ndim == 1 else np.linalg.norm(value, axis=-1), label=joint)
     ax.set_xlabel("t [s]")
-    ax.set_ylabel("|F| [N]")
-    ax.set_title("joint reaction forces")
+    ax.set_ylabel("|F| [N]" if quantity == "force" else "|T| [N·m]")
+    ax.set_title("joint reaction forces" if quantity == "force" else "joint reaction and driving torques")
     if fns:
         ax.legend(fontsize="small", ncol=2)
     ax.grid(alpha=0.3)
@@ -364,6 +369,11 @@ def save_standard_plots(traj, out_dir, prefix=""):
             plot_coordinates(traj, names=angles, ax=ax2)
             ax1.set_title("generalized coordinates: positions and flows")
             ax2.set_title("generalized coordinates: angles")
+            ax1.set_xlabel("")
+        elif name == "reactions":        # forces above, torques (drivers' included) below
+            fig, (ax1, ax2) = _figure(rows=2, height=6.0)
+            plot_reactions(traj, ax=ax1)
+            plot_reactions(traj, ax=ax2, quantity="torque")
             ax1.set_xlabel("")
         else:
             fig, (ax,) = _figure()
