@@ -18,7 +18,7 @@ Then 20 independent noise draws are fitted the same way. Checked, and printed:
 - at least 85 % of the 60 estimates lie within 2 standard errors (95 % expected).
 
 Run: python experiments/fit_slider_crank.py [--quick]
-(plot: experiments/out/fit_slider_crank.png; --quick: 4 draws, only the first draw's check)
+(plot: experiments/out/fit_slider_crank.png; --quick: 2 draws, only the first draw's check)
 """
 
 import argparse
@@ -42,7 +42,7 @@ SETTINGS = dict(rtol=1e-10, atol=1e-12)
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true", help="4 draws, the first draw's check only")
+    parser.add_argument("--quick", action="store_true", help="2 draws, the first draw's check only")
     quick = parser.parse_args().quick
     ex = models.get("slider-crank-free")
     model = ex.model
@@ -54,7 +54,7 @@ def main():
     clean = np.stack([np.asarray(clean_traj.coordinate(c)) for c in OUTPUTS], axis=1)
     sigma = 0.01 * clean.std(axis=0)
     weights = 1.0 / sigma
-    draws = 4 if quick else 20
+    draws = 2 if quick else 20
     rng = np.random.default_rng(2026)
     estimates, errors, results, elapsed = [], [], [], []
     for k in range(draws):
