@@ -134,6 +134,51 @@ def simulate_batch(model, q0, qd0, params=None, *, devices=None, dtype="float64"
     if "t1" not in simulate_kwargs:
         raise SimulationError("simulate_batch: give the end time t1= (as for simulate).")
     try:
+        return _run_batch(model, q0, qd0, params, devices, dtype, simulate_kwargs)
+    except jax.errors.JaxRuntimeError as err:
+        # A member failed an in-graph check (vmapped runs cannot stop on the host): find
+        # which one, and why, from a run that reports instead of raising.
+        if simulate_kwargs.get("throw", True) is False or not is_concrete(q0, qd0, params):
+            raise
+        raise _member_failure(model, q0, qd0, params, devices, dtype, simulate_kwargs, str(err)) from None
+
+
+def _member_failure(model, q0, qd0, params, devices, dtype, simulate_kwargs, text):
+    """The `SimulationError` naming the first failed member of a batch whose compiled
+    run raised: the batch again with `throw=False`, its members' result codes and
+    states read on the host, the reason from the failure's message."""
+    from ._integrate import _MESSAGES, _REASONS
+
+    import diffrax
+
+    traj = _run_batch(model, q0, qd0, params, devices, dtype, {**simulate_kwargs, "throw": False})
+    result = traj.result
+    B = int(np.shape(traj.q)[0])
+    finite = np.all(np.isfinite(np.asarray(traj.q)).reshape(B, -1), axis=1)
+    drift_tol = simulate_kwargs.get("drift_tol", 1e-6)
+    drifted = np.zeros(B, bool)
+    if drift_tol is not None and model.m_h:
+        residual = np.abs(np.asarray(traj.position_residual())).reshape(B, -1)
+        drifted = ~(np.max(np.where(np.isfinite(residual), residual, np.inf), axis=1) <= drift_tol)
+    # the same order of causes as simulate's own report
+    causes = [(result == diffrax.RESULTS.max_steps_reached, 0), (result == diffrax.RESULTS.event_occurred, 4),
+              (result != diffrax.RESULTS.successful, 1)]
+    codes = np.full(B, -1)
+    for flag, k in reversed(causes + [(~finite, 2), (drifted, 3)]):
+        codes = np.where(np.asarray(flag).reshape(-1), k, codes)
+    bad = np.flatnonzero(codes >= 0)
+    member = int(bad[0]) if bad.size else None
+    hits = [int(codes[member])] if member is not None else [k for k, m in enumerate(_MESSAGES) if m in text]
+    reason = _REASONS[hits[0]] if hits else None
+    message = _MESSAGES[hits[0]] if hits else "the run failed a run-time check"
+    which = (f"member {member} (of {B}; {bad.size} failed in all)" if member is not None
+             else "a member")
+    return SimulationError(f"simulate_batch: {which}: {message.removeprefix('mbdjax.simulate: ')}",
+                           reason=reason, member=member)
+
+
+def _run_batch(model, q0, qd0, params, devices, dtype, simulate_kwargs):
+    try:
         name = np.dtype(dtype).name
     except TypeError:
         name = repr(dtype)

@@ -44,11 +44,13 @@ class ParameterError(MbdjaxError, ValueError):
 class SimulationError(MbdjaxError, RuntimeError):
     """A simulation was set up with options that cannot work together, or its run
     failed. A failed run carries `reason` (`"max_steps"`, `"solver"`, `"non_finite"`,
-    `"drift"`, ...), `time` (s: where it happened or how far the run got) and `names`
-    (the coordinates or constraint rows concerned) when they are known."""
+    `"drift"`, ...), `time` (s: where it happened or how far the run got), `names`
+    (the coordinates or constraint rows concerned) and, in a batch, `member` (the index
+    of the first member that failed) when they are known."""
 
-    def __init__(self, message, reason=None, time=None, names=()):
+    def __init__(self, message, reason=None, time=None, names=(), member=None):
         self.reason = reason
         self.time = time
         self.names = tuple(names)
+        self.member = member
         super().__init__(message)

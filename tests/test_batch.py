@@ -110,6 +110,23 @@ def test_batch_input_errors_name_the_part(four_bar):
         mbd.simulate_batch(model, jnp.stack([q, q]), v)
 
 
+def test_a_failed_member_is_named():
+    """Three pendulums, the middle one under 100× gravity: with 400 steps allowed the
+    two at g = 9.81 finish in 61 steps and the stiff one runs out (reference: the same
+    batch with throw=False, member by member). The error is an mbdjax SimulationError
+    naming member 1 and the reason, not the runtime's callback error."""
+    pend = mbd.Model(("x", "y"), mass_diagonal=lambda p: jnp.ones(2), potential=lambda q, t, p: p["g"] * q[1],
+                     holonomic=lambda q, t, p: jnp.stack([0.5 * (q @ q - 1.0)]), constraint_names=("rod",),
+                     params={"g": 9.81})
+    q0, g = jnp.stack([jnp.array([1.0, 0.0])] * 3), {"g": jnp.array([9.81, 981.0, 9.81])}
+    quiet = mbd.simulate_batch(pend, q0, jnp.zeros(2), g, t1=1.0, saveat=11, max_steps=400, throw=False)
+    assert np.asarray(quiet.success).tolist() == [True, False, True]
+    with pytest.raises(mbd.SimulationError, match=r"simulate_batch: member 1 \(of 3; 1 failed in all\): the solver "
+                                                  r"took max_steps steps") as err:
+        mbd.simulate_batch(pend, q0, jnp.zeros(2), g, t1=1.0, saveat=11, max_steps=400)
+    assert err.value.member == 1 and err.value.reason == "max_steps"
+
+
 def test_new_values_reuse_the_compilation(four_bar):
     """New parameter values, initial states and end times run the same compiled
     function: one entry in its jit cache after three different batches."""
