@@ -1,6 +1,7 @@
 """No public entry point takes a NaN or an infinity silently: a property-based test
 puts a non-finite value into one leaf of the parameters or one entry of the state of
-example models from each front end, and every entry point raises an mbdjax error
+example models from each front end, and every entry point (simulate, check,
+simulate_batch, sensitivity, fit, initial_conditions) raises an mbdjax error
 naming that leaf (`parameter crank.mass = nan`, `q0[rod.x] = inf`, batch member 1).
 
 The reference is the input itself: hypothesis chooses the model, the leaf, the entry
@@ -43,7 +44,9 @@ VALUES = st.sampled_from([math.nan, math.inf, -math.inf])
 def cases(draw):
     name = draw(st.sampled_from(NAMES))
     where = draw(st.sampled_from(["params", "q0", "qd0"]))
-    entry = draw(st.sampled_from(["simulate", "check", "simulate_batch"] + (["sensitivity"] if where == "params" else [])))
+    entry = draw(st.sampled_from(["simulate", "check", "simulate_batch"]
+                                 + (["sensitivity", "fit"] if where == "params" else [])
+                                 + (["initial_conditions"] if where != "qd0" else [])))
     return name, where, entry, draw(st.integers(0, 10_000)), draw(VALUES)
 
 
@@ -65,8 +68,8 @@ def test_a_non_finite_input_is_named(examples, case):
             q0 = q0.at[k].set(value)
         else:
             qd0 = qd0.at[k].set(value)
-        culprit = f"{'q' if entry == 'check' else where}{'d' if entry == 'check' and where == 'qd0' else ''}" \
-                  f"[{model.coordinates[k]}] = "
+        label = {"check": "q" if where == "q0" else "qd", "initial_conditions": "q_guess"}.get(entry, where)
+        culprit = f"{label}[{model.coordinates[k]}] = "
     with pytest.raises(mbd.MbdjaxError) as info:
         if entry == "simulate":
             mbd.simulate(model, q0, qd0, t1=0.1, params=params, **ex.options)
@@ -75,6 +78,12 @@ def test_a_non_finite_input_is_named(examples, case):
         elif entry == "simulate_batch":
             mbd.simulate_batch(model, jnp.stack([jnp.asarray(ex.q0), q0]), jnp.stack([jnp.asarray(ex.qd0), qd0]),
                                t1=0.1, params=params if where == "params" else None, **ex.options)
+        elif entry == "initial_conditions":
+            mbd.initial_conditions(model, q0, params=params)
+        elif entry == "fit":
+            ts = jnp.linspace(0.05, 0.1, 2)
+            mbd.fit(model, {"t": ts, "y": jnp.zeros(2)}, params, free=(_first_scalar(model),),
+                    outputs=(model.coordinates[0],), q0=q0, qd0=qd0, verbose=False)
         else:
             mbd.sensitivity(model, q0, qd0, params, t=jnp.linspace(0.05, 0.1, 2), outputs=(model.coordinates[0],),
                             wrt=(_first_scalar(model),))
