@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._errors import SimulationError
-from ._params import checked_params
+from ._params import checked_params, nonfinite_entries
 from ._integrate import simulate
 from ._redundancy import select_rows
 from ._tracing import CompiledCache, is_concrete
@@ -212,14 +212,7 @@ def _simulate_batch(model, q0, qd0, params, devices, simulate_kwargs):
 
     q0, q_ax = state_axis(q0, "q0")
     qd0, v_ax = state_axis(qd0, "qd0")
-    bad = []
-    for label, x in (("q0", q0), ("qd0", qd0)):
-        if is_concrete(x) and not bool(jnp.all(jnp.isfinite(x))):
-            x = np.asarray(x)
-            rows = np.atleast_2d(x)
-            member, k = (int(i) for i in np.argwhere(~np.isfinite(rows))[0])
-            where = f" (batch member {member})" if x.ndim == 2 else ""
-            bad.append(f"{label}[{model.coordinates[k]}] = {rows[member, k]}{where}")
+    bad = nonfinite_entries(model, "q0", q0)[:1] + nonfinite_entries(model, "qd0", qd0)[:1]
     if bad:
         raise SimulationError("simulate_batch: non-finite input: " + "; ".join(bad) + ". Give finite values.")
     ref = jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype=float), model.params)

@@ -23,7 +23,7 @@ import numpy as np
 
 from . import _dynamics as dyn
 from . import _kinematics as kin
-from ._params import checked_params
+from ._params import checked_params, nonfinite_entries
 
 
 @dataclass(frozen=True)
@@ -222,13 +222,13 @@ def check(model, q, t=0.0, params=None, *, qd=None, rtol=1e-9, probes=3, probe_s
         from ._errors import ModelError
 
         raise ModelError(f"check: q has shape {q.shape}, expected ({model.n},) for {list(model.coordinates)}.")
-    for label, x in (("q", q), ("qd", None if qd is None else np.asarray(qd, dtype=float))):
-        if x is not None and x.shape == (model.n,) and not np.all(np.isfinite(x)):
-            from ._errors import ModelError
+    bad = ", ".join(nonfinite_entries(model, "q", q) + (
+        nonfinite_entries(model, "qd", qd) if np.shape(qd) == (model.n,) else []))
+    if bad:
+        from ._errors import ModelError
 
-            bad = ", ".join(f"{label}[{model.coordinates[i]}] = {x[i]}" for i in np.flatnonzero(~np.isfinite(x)))
-            raise ModelError(f"check: non-finite state ({bad}); the existence conditions are only defined at a "
-                             "finite configuration. Give finite values.")
+        raise ModelError(f"check: non-finite state ({bad}); the existence conditions are only defined at a "
+                         "finite configuration. Give finite values.")
     t = float(t)
     names = model.row_names
     n, m = model.n, model.m

@@ -17,7 +17,7 @@ import optimistix as optx
 from . import _kinematics as kin
 from ._checks import _rank, dependent_rows
 from ._errors import InitialConditionError
-from ._params import checked_params
+from ._params import checked_params, nonfinite_entries
 from ._stabilization.projection import project_positions, project_velocities
 from ._tracing import is_concrete as _concrete
 
@@ -146,7 +146,7 @@ _project_velocities = eqx.filter_jit(project_velocities)
 
 
 @eqx.filter_jit
-def _newton(model, q_guess, idx, vals, t0, p, tol, max_iter, least_squares=False):
+def _newton(model, q_guess, idx, vals, t0, p, tol, max_iter, method="newton"):
     q_guess = q_guess.at[jnp.asarray(idx, dtype=int)].set(vals) if idx else q_guess
 
     def residual(q, args):
@@ -157,10 +157,10 @@ def _newton(model, q_guess, idx, vals, t0, p, tol, max_iter, least_squares=False
 
     if model.m_h == 0:
         return q_guess, residual(q_guess, None), jnp.asarray(True)
-    if least_squares == "levenberg_marquardt":   # the closest the conditions come, when they cannot be met
+    if method == "levenberg_marquardt":   # the closest the conditions come, when they cannot be met
         sol = optx.least_squares(residual, optx.LevenbergMarquardt(rtol=tol, atol=tol), q_guess,
                                  max_steps=max_iter, throw=False)
-    elif least_squares:
+    elif method == "gauss_newton":        # redundant rows: least squares
         solver = optx.GaussNewton(rtol=tol, atol=tol, linear_solver=lx.SVD())
         sol = optx.least_squares(residual, solver, q_guess, max_steps=max_iter, throw=False)
     else:
@@ -235,10 +235,7 @@ def initial_conditions(
             f"initial_conditions: q_guess has shape {q_guess.shape}, expected ({n},) for "
             f"{list(model.coordinates)}."
         )
-    bad = []
-    if _concrete(q_guess):
-        guess = np.asarray(q_guess)
-        bad += [f"q_guess[{model.coordinates[i]}] = {guess[i]}" for i in np.flatnonzero(~np.isfinite(guess))]
+    bad = nonfinite_entries(model, "q_guess", q_guess)
     for label, fix in (("fix_q", fix_q), ("fix_qd", fix_qd)):
         if isinstance(fix, dict):
             bad += [f"{label}[{k}] = {float(v)}" for k, v in fix.items()
@@ -267,7 +264,8 @@ def initial_conditions(
             stacked = np.vstack([J, _unit_rows(idx, n)])
             if _rank(np.linalg.svd(stacked, compute_uv=False), stacked.shape, 1e-9)[0] < n:
                 _raise_dependent(model, J, idx, "fix_q", "position")
-        q0, res, converged = _newton(model, q_guess, idx, vals, t0, p, tol, max_iter, redundant)
+        q0, res, converged = _newton(model, q_guess, idx, vals, t0, p, tol, max_iter,
+                                     "gauss_newton" if redundant else "newton")
     res_names = list(model.constraint_names) + [f"fix_q[{model.coordinates[k]}]" for k in idx]
     if _concrete(q0, res):
         res_np = np.asarray(res)

@@ -15,7 +15,7 @@ import numpy as np
 from . import _kinematics as kin
 from ._errors import SimulationError
 from ._formulation import resolve_formulation
-from ._params import checked_params
+from ._params import checked_params, nonfinite_entries
 from ._redundancy import expand, restrict, select_rows
 from ._rk import repr_solver
 from ._runtime_checks import checked_on_host, collecting, first_failure
@@ -393,11 +393,7 @@ def _check_finite(model, q0, qd0):
     `checked_params`). Without it a NaN input shows only after the run: as a NaN state
     with fixed steps, or (adaptive steps, every error estimate NaN, every step
     rejected) as `max_steps` after 100 000 rejections."""
-    bad = []
-    for label, x in (("q0", q0), ("qd0", qd0)):
-        if is_concrete(x):
-            x = np.asarray(x)
-            bad += [f"{label}[{model.coordinates[i]}] = {x[i]}" for i in np.flatnonzero(~np.isfinite(x))]
+    bad = nonfinite_entries(model, "q0", q0) + nonfinite_entries(model, "qd0", qd0)
     if bad:
         raise SimulationError("simulate: non-finite input: " + "; ".join(bad) + ". Give finite values.")
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+import jax
 import jax.numpy as jnp
 
 from ._errors import MbdjaxError, ParameterError
@@ -134,7 +135,8 @@ def checked_params(model, params, who, batched=False):
         from ._tracing import is_concrete
 
         if is_concrete(params):
-            outside = nonfinite_problems(params, declared if batched else None) or bound_problems(model, params)
+            host = jax.device_get(params)               # one transfer for both checks
+            outside = nonfinite_problems(host, declared if batched else None) or bound_problems(model, host)
             if outside:
                 raise ParameterError(f"{who}: " + "; ".join(outside) + ".")
         return params
@@ -158,7 +160,6 @@ def nonfinite_problems(params, declared=None) -> list[str]:
     infinity, after one transfer of all leaves to the host; `"parameter k = nan (batch
     member 1)"` for a leaf with one more axis than its `declared` value (a dict of
     dotted name to value: the model's parameters, for a batch)."""
-    import jax
     import numpy as np
 
     out = []
@@ -175,6 +176,22 @@ def nonfinite_problems(params, declared=None) -> list[str]:
     if out:
         out[-1] += ". Give finite values"
     return out
+
+
+def nonfinite_entries(model, label, x) -> list[str]:
+    """`"label[coordinate] = value"` for each non-finite entry of a state `x` (`(n,)`,
+    or `(B, n)` with `" (batch member i)"` added), concrete values; `[]` when all are
+    finite or `x` is traced."""
+    import numpy as np
+
+    from ._tracing import is_concrete
+
+    if x is None or not is_concrete(x):
+        return []
+    x = np.asarray(x, dtype=float)
+    rows = np.atleast_2d(x)
+    return [f"{label}[{model.coordinates[k]}] = {rows[i, k]}" + (f" (batch member {i})" if x.ndim == 2 else "")
+            for i, k in np.argwhere(~np.isfinite(rows))]
 
 
 def bound_problems(model, params) -> list[str]:
