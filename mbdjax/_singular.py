@@ -107,10 +107,12 @@ class SingularityGuard(diffrax.AbstractAdaptiveStepSizeController):
 def singular_configuration_error(model, formulation_name, t, q, p):
     """The `SimulationError` for a run stopped at a singular configuration `q (n,)`
     at time `t` (concrete values): the time, the rank of `B` and its dependent rows
-    (`mbdjax.check`'s tolerance), and the formulation to use instead."""
+    (`mbdjax.check`'s tolerance), and the formulation to use instead; also as the
+    error's fields (`reason="rank_lost"`, `time`, `names`: the dependent rows)."""
     from ._checks import _rank, dependent_rows
 
     B = np.asarray(kin.constraint_jacobian(model, jnp.asarray(q), float(t), p), dtype=float)
+    rows = ()
     if np.all(np.isfinite(B)):
         s = np.linalg.svd(B, compute_uv=False)
         rank, _ = _rank(s, B.shape, 1e-6)
@@ -129,5 +131,6 @@ def singular_configuration_error(model, formulation_name, t, q, p):
         f"simulate: the motion reached a singular configuration at t = {float(t):.9g} s, where the "
         f"constraint Jacobian loses rank and the {formulation_name} formulation is not defined: {detail}. "
         "Use formulation='augmented_lagrangian' (mbdjax.AugmentedLagrangian), which is well posed "
-        "where B loses rank, or check the mechanism's geometry (mbdjax.check at that state)."
+        "where B loses rank, or check the mechanism's geometry (mbdjax.check at that state).",
+        reason="rank_lost", time=float(t), names=tuple(rows),
     )

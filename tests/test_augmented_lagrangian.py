@@ -33,13 +33,29 @@ def a02():
 def test_n_four_bar_passes_its_flat_configurations(a02, formulation):
     """IFToMM A02 at N = 10 over 10 s (six flat, rank-deficient passages) with the
     default settings: every crank within 1e-3 rad of the one-degree-of-freedom
-    reference (the benchmark's high-precision bar), energy kept to 1e-4 J. Every
-    formulation passes with the default projection (measured: 1e-7 to 1.4e-6 rad);
-    without it the classical ones stop with the named singular-configuration error
-    instead (`test_redundancy.test_singular_configuration_is_a_named_stop`)."""
+    reference (the benchmark's high-precision bar), energy kept to 1e-4 J.
+
+    The augmented Lagrangian formulation is well posed where B loses rank and must
+    pass. The classical ones are not defined at the flat instant itself: they pass when
+    no step lands close enough to it to collapse (measured with the default code
+    generation: 1e-7 to 1.4e-6 rad), and otherwise stop with the named
+    singular-configuration error, whose time must then be a flat time of the reference
+    (within 1e-3 s) and whose rows must be the loops' dependent ones. Which of the two
+    happens depends on rounding: at XLA's optimisation level 0 the multiplier-free run
+    stops at t = 2.6818 s (σ_min/σ_max = 3e-8), never on max_steps."""
     ts = np.linspace(0.0, 10.0, 101)
-    traj = mbd.simulate(a02.model, a02.q0, a02.qd0, t1=10.0, saveat=ts, formulation=formulation)
     ref = _a02_reference(10, ts)
+    try:
+        traj = mbd.simulate(a02.model, a02.q0, a02.qd0, t1=10.0, saveat=ts, formulation=formulation)
+    except mbd.SimulationError as err:
+        if formulation == "augmented_lagrangian" or err.reason != "rank_lost":
+            raise
+        rhs, y0 = n_four_bar_reference(10)
+        flat = solve_ivp(rhs, (0.0, 10.0), y0, events=lambda t, y: math.sin(y[0]), rtol=1e-12, atol=1e-12,
+                         method="DOP853").t_events[0]
+        assert np.min(np.abs(flat - err.time)) < 1e-3
+        assert err.names and all(name.startswith("tip") for name in err.names)
+        return
     for i in (0, 5, 10):
         theta = np.unwrap(np.asarray(traj.coordinate(f"crank{i}.phi")))
         assert np.max(np.abs(theta - ref)) < 1e-3
