@@ -51,6 +51,11 @@ class CheckReport:
             `singularity_tol` of `q` (3-1-3 Euler angles at sin θ ≈ 0), where the
             coordinates themselves fail even if the mechanism does not.
         ok: conditions (1) and (2) both hold, and no coordinate singularity.
+        motion_unique: the accelerations are unique even if `ok` is False because
+            of redundant rows alone (THEORY §8: a redundant mechanism, rank lost at
+            and near `q`, `M` positive on null(B), assembled, no coordinate
+            singularity). `simulate` removes those rows; only the multipliers are not
+            unique (minimum-norm ones are reported).
         problems: sentences naming every failure and its fix.
 
     Example:
@@ -88,6 +93,12 @@ class CheckReport:
     coordinate_singular: tuple[str, ...] = ()
     first_order: int = 0
 
+    @property
+    def motion_unique(self) -> bool:
+        redundant_only = (bool(self.redundant) and not self.singular and self.mass_positive_on_nullspace
+                          and not self.coordinate_singular and len(self.problems) == 1)
+        return self.ok or redundant_only
+
     def __str__(self) -> str:
         def yn(b):
             return "yes" if b else "no"
@@ -110,7 +121,9 @@ class CheckReport:
             ("first-order (massless) loops", f"{self.first_order}" + (
                 " (rates from the loop equations, resistive: index 1)" if self.first_order else "")),
             ("coordinate singularity", ", ".join(self.coordinate_singular) or "none"),
-            ("verdict", "OK: accelerations and multipliers are unique" if self.ok else "NOT OK"),
+            ("verdict", "OK: accelerations and multipliers are unique" if self.ok
+             else "OK for the motion: accelerations unique, multipliers not (redundant rows)"
+             if self.motion_unique else "NOT OK"),
         ]
         width = max(len(k) for k, _ in rows)
         lines = [f"existence check at t = {self.t:g} (Haug §6.3)"]

@@ -33,7 +33,9 @@ def _cmd_check(args):
     report = check(ex.model, ex.q0)
     print(f"{ex.name}: {ex.description}")
     print(report)
-    return 0 if report.ok else 1
+    # 0: the motion is defined (redundant rows alone leave it unique, as `run` does);
+    # 1: the existence check fails.
+    return 0 if report.motion_unique else 1
 
 
 class _CompileNotice:
@@ -115,9 +117,8 @@ def _cmd_run(args):
     print(report)
     # Redundant rows alone (rank lost everywhere near q0, M positive on null(B)) leave
     # the motion unique: simulate it, and say that the multipliers are not unique.
-    only_redundant = (report.redundant and not report.singular and report.mass_positive_on_nullspace
-                      and not report.coordinate_singular and len(report.problems) == 1)
-    if not report.ok and not only_redundant:
+    only_redundant = report.motion_unique and not report.ok
+    if not report.motion_unique:
         print("mbdjax run: the existence check failed at the initial state; not simulating.", file=sys.stderr)
         return 1
     if only_redundant:

@@ -17,12 +17,30 @@ def test_list(capsys):
     assert "n=63  m=62" in out            # n-four-bar: 10 loops, from the static catalogue
 
 
-def test_check_exit_codes(capsys):
+def test_check_exit_codes(capsys, monkeypatch):
+    """0 when the motion is defined (also with redundant rows alone, which leave the
+    accelerations unique: the parallelogram's third link, THEORY §8), 1 when the
+    existence theorem fails (the Cartesian pendulum at its pivot: B = 0, rank 0 of 1),
+    2 for a usage error."""
     assert main(["check", "four-bar"]) == 0
     assert "verdict" in capsys.readouterr().out
-    assert main(["check", "parallelogram-redundant"]) == 1
+    assert main(["check", "parallelogram-redundant"]) == 0
+    assert "multipliers not (redundant rows)" in capsys.readouterr().out
     assert main(["check", "no-such-example"]) == 2
     assert "`mbdjax list` shows all" in capsys.readouterr().err
+    import types
+
+    import jax.numpy as jnp
+
+    import mbdjax as mbd
+    from mbdjax import _cli
+
+    pend = mbd.Model(("x", "y"), mass_diagonal=lambda p: jnp.ones(2), potential=lambda q, t, p: 9.81 * q[1],
+                     holonomic=lambda q, t, p: jnp.stack([0.5 * (q @ q - 1.0)]), constraint_names=("rod",))
+    at_pivot = types.SimpleNamespace(name="pendulum", description="at its pivot", model=pend, q0=jnp.zeros(2))
+    monkeypatch.setattr(_cli, "_example", lambda name: at_pivot)
+    assert _cli._cmd_check(types.SimpleNamespace(name="pendulum")) == 1
+    assert "NOT OK" in capsys.readouterr().out
 
 
 USAGE = r"""
@@ -125,7 +143,7 @@ def test_run_with_other_formulations(tmp_path, capsys):
 
 def test_run_simulates_a_redundant_mechanism(tmp_path, capsys):
     """Redundant rows alone leave the motion unique: `run` simulates and says the
-    multipliers are the minimum-norm set (`check` still exits 1, above)."""
+    multipliers are the minimum-norm set (`check` exits 0 with that verdict, above)."""
     out = tmp_path / "par"
     assert main(["run", "parallelogram-redundant", "--t1", "0.2", "--points", "11", "--out", str(out)]) == 0
     text = capsys.readouterr().out
