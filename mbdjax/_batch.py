@@ -10,13 +10,17 @@ batch is therefore set by its hardest member.
 
 from __future__ import annotations
 
+import contextlib
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ._errors import SimulationError
+from ._integrate import _failure_error, check_times, reporting, save_times, simulate
 from ._params import checked_params, nonfinite_entries
-from ._integrate import simulate
+from ._runtime_checks import checked_on_host, first_failure
+from ._singular import singular_configuration_error
 from ._redundancy import select_rows
 from ._tracing import CompiledCache, is_concrete
 from ._trajectory import Trajectory, flatten_params
@@ -36,23 +40,61 @@ def _rows_at_start(model, q0, q_ax, p, p_axes, t0):
     return select_rows(model, first(q0, q_ax), t0, p1)
 
 
-def _compiled(model, axes, static, dynamic_keys, rows):
-    """The jitted, vmapped `simulate` for this model, batch layout and settings; kept
+def _compiled(model, axes, static, dynamic_keys, rows, report):
+    """The jitted, vmapped `simulate` for this model, batch layout and settings, and a
+    dict the trace fills with the static parts of the members' failure report; kept
     (16 at most) so repeated batches with new values reuse the compilation. The model
-    and the hashable settings are closed over (static); arrays are arguments."""
+    and the hashable settings are closed over (static); arrays are arguments.
+
+    With `report`, each member's `simulate` runs inside `mbdjax._integrate.reporting`:
+    the program returns `(traj, flags, stop)`, the failure conditions as arrays (no host
+    callback), for `_first_failure` to read after the call. Otherwise it returns the
+    trajectory alone, and a failure is an in-graph error (the caller's trace)."""
 
     def build():
         q_ax, v_ax, p_axes = axes
         p_axes = jax.tree_util.tree_unflatten(p_axes[0], list(p_axes[1]))
+        info = {}
+
+        def one(q, v, pp, kwargs):
+            if not report:
+                return simulate(model, q, v, params=pp, rows=rows, **kwargs)
+            with reporting() as found:
+                traj = simulate(model, q, v, params=pp, rows=rows, **kwargs)
+            info.update(messages=found["messages"], work=found["work"], formulation=found["formulation"])
+            return traj, found["flags"], found["stop"]
 
         def run(q0, qd0, p, dynamic):
             kwargs = {**dict(static), **dynamic}
-            return jax.vmap(lambda q, v, pp: simulate(model, q, v, params=pp, rows=rows, **kwargs),
-                            in_axes=(q_ax, v_ax, p_axes))(q0, qd0, p)
+            return jax.vmap(lambda q, v, pp: one(q, v, pp, kwargs), in_axes=(q_ax, v_ax, p_axes))(q0, qd0, p)
 
-        return jax.jit(run)
+        return jax.jit(run), info
 
-    return _COMPILED.get((id(model), axes, static, dynamic_keys, rows), model, build)
+    return _COMPILED.get((id(model), axes, static, dynamic_keys, rows, report), model, build)
+
+
+def _first_failure(model, traj, flags, stop, info, t0, t1):
+    """The `SimulationError` naming the first failed member of a batch and why (the
+    same reasons and details as `simulate` gives a lone run: `_failure_error`, or the
+    singular-configuration report), or None when every member succeeded. Host values:
+    `flags (B, K)` in `info["messages"]` order, `stop` None or `(rank_lost (B,), t (B,),
+    y (B, ...))`."""
+    flags = np.asarray(flags)
+    B = flags.shape[0]
+    rank_lost = np.zeros(B, bool) if stop is None else np.asarray(stop[0]).reshape(B)
+    failed = flags.reshape(B, -1).any(axis=1) | rank_lost
+    if not failed.any():
+        return None
+    k = int(np.flatnonzero(failed)[0])
+    member = jax.tree_util.tree_map(lambda x: x[k], traj)
+    if rank_lost[k]:
+        err = singular_configuration_error(info["work"], info["formulation"], float(stop[1][k]),
+                                           jnp.asarray(stop[2][k][:model.n]), member.params)
+    else:
+        err = _failure_error(first_failure(flags[k], info["messages"]), member, model, t0, t1)
+    text = str(err).removeprefix("mbdjax.simulate: ").removeprefix("simulate: ")
+    return SimulationError(f"simulate_batch: member {k} (of {B}; {int(failed.sum())} failed in all): {text}",
+                           reason=err.reason, time=err.time, names=err.names, member=k)
 
 
 def _shard(devices, B, leaves_axes):
@@ -103,8 +145,11 @@ def simulate_batch(model, q0, qd0, params=None, *, devices=None, dtype="float64"
     Returns:
         A `mbdjax.Trajectory` whose arrays carry the batch axis first: `t (B, T)`,
         `q (B, T, n)`, ...; member `k` is `jax.tree_util.tree_map(lambda x: x[k], traj)`.
-        With `throw=True` (default) a failure of any member raises; with
-        `throw=False`, `traj.success` is `(B,)`.
+        With `throw=True` (default) a failure of any member raises a
+        `SimulationError` naming the first failed member (`member`, `reason`, `time`,
+        `names`, and the details `simulate` gives a lone run), read on the host from
+        the batch's outputs; with `throw=False`, `traj.success` is `(B,)`. Inside the
+        caller's own `jit`/`grad`, failures are in-graph errors.
 
     Linear algebra: a vmapped branch runs both sides for every member, so the batch
     decides which constraint rows to keep before compiling, from the rank of `B` at
@@ -133,48 +178,7 @@ def simulate_batch(model, q0, qd0, params=None, *, devices=None, dtype="float64"
     """
     if "t1" not in simulate_kwargs:
         raise SimulationError("simulate_batch: give the end time t1= (as for simulate).")
-    try:
-        return _run_batch(model, q0, qd0, params, devices, dtype, simulate_kwargs)
-    except jax.errors.JaxRuntimeError as err:
-        # A member failed an in-graph check (vmapped runs cannot stop on the host): find
-        # which one, and why, from a run that reports instead of raising.
-        if simulate_kwargs.get("throw", True) is False or not is_concrete(q0, qd0, params):
-            raise
-        raise _member_failure(model, q0, qd0, params, devices, dtype, simulate_kwargs, str(err)) from None
-
-
-def _member_failure(model, q0, qd0, params, devices, dtype, simulate_kwargs, text):
-    """The `SimulationError` naming the first failed member of a batch whose compiled
-    run raised: the batch again with `throw=False`, its members' result codes and
-    states read on the host, the reason from the failure's message."""
-    from ._integrate import _MESSAGES, _REASONS
-
-    import diffrax
-
-    traj = _run_batch(model, q0, qd0, params, devices, dtype, {**simulate_kwargs, "throw": False})
-    result = traj.result
-    B = int(np.shape(traj.q)[0])
-    finite = np.all(np.isfinite(np.asarray(traj.q)).reshape(B, -1), axis=1)
-    drift_tol = simulate_kwargs.get("drift_tol", 1e-6)
-    drifted = np.zeros(B, bool)
-    if drift_tol is not None and model.m_h:
-        residual = np.abs(np.asarray(traj.position_residual())).reshape(B, -1)
-        drifted = ~(np.max(np.where(np.isfinite(residual), residual, np.inf), axis=1) <= drift_tol)
-    # the same order of causes as simulate's own report
-    causes = [(result == diffrax.RESULTS.max_steps_reached, 0), (result == diffrax.RESULTS.event_occurred, 4),
-              (result != diffrax.RESULTS.successful, 1)]
-    codes = np.full(B, -1)
-    for flag, k in reversed(causes + [(~finite, 2), (drifted, 3)]):
-        codes = np.where(np.asarray(flag).reshape(-1), k, codes)
-    bad = np.flatnonzero(codes >= 0)
-    member = int(bad[0]) if bad.size else None
-    hits = [int(codes[member])] if member is not None else [k for k, m in enumerate(_MESSAGES) if m in text]
-    reason = _REASONS[hits[0]] if hits else None
-    message = _MESSAGES[hits[0]] if hits else "the run failed a run-time check"
-    which = (f"member {member} (of {B}; {bad.size} failed in all)" if member is not None
-             else "a member")
-    return SimulationError(f"simulate_batch: {which}: {message.removeprefix('mbdjax.simulate: ')}",
-                           reason=reason, member=member)
+    return _run_batch(model, q0, qd0, params, devices, dtype, simulate_kwargs)
 
 
 def _run_batch(model, q0, qd0, params, devices, dtype, simulate_kwargs):
@@ -247,22 +251,37 @@ def _simulate_batch(model, q0, qd0, params, devices, simulate_kwargs):
         else:
             static.append((key, value))
     rows = _rows_at_start(model, q0, q_ax, p, axes, simulate_kwargs.get("t0", 0.0))
-    fn = _compiled(model, (q_ax, v_ax, (treedef, tuple(axes))), tuple(sorted(static, key=lambda kv: kv[0])),
-                   tuple(sorted(dynamic)), rows)
+    # Concrete inputs and throw=True: failures come back as arrays and are raised here,
+    # naming the member (no callback in the program: it is cached across processes).
+    report = bool(simulate_kwargs.get("throw", True)) and is_concrete(q0, qd0, p, dynamic)
+    t0, t1 = simulate_kwargs.get("t0", 0.0), simulate_kwargs["t1"]
+    if report:
+        first = simulate_kwargs.get("fixed_step", simulate_kwargs.get("dt0"))
+        check_times(t0, t1, save_times(simulate_kwargs.get("saveat", 200), t0, t1), first)
+    fn, info = _compiled(model, (q_ax, v_ax, (treedef, tuple(axes))), tuple(sorted(static, key=lambda kv: kv[0])),
+                         tuple(sorted(dynamic)), rows, report)
     devices = list(jax.devices() if devices is None else devices)
     if not devices:
         raise SimulationError("simulate_batch: devices= is empty; give at least one device (jax.devices()).")
-    if len(devices) == 1:
-        q0, qd0, p = jax.device_put((q0, qd0, p), devices[0])
-        return fn(q0, qd0, p, dynamic)
     B = next(iter(sizes.values()))
-    placed, pad = _shard(devices, B, [(q0, q_ax), (qd0, v_ax)] + list(zip(leaves_p, axes)))
-    out = fn(placed[0], placed[1], jax.tree_util.tree_unflatten(treedef, placed[2:]), dynamic)
-    if jax.process_count() > 1:      # several hosts: every process gets the whole batch
-        from jax.experimental import multihost_utils
+    with checked_on_host() if report else contextlib.nullcontext():
+        if len(devices) == 1:
+            out = fn(*jax.device_put((q0, qd0, p), devices[0]), dynamic)
+        else:
+            placed, pad = _shard(devices, B, [(q0, q_ax), (qd0, v_ax)] + list(zip(leaves_p, axes)))
+            out = fn(placed[0], placed[1], jax.tree_util.tree_unflatten(treedef, placed[2:]), dynamic)
+            if jax.process_count() > 1:      # several hosts: every process gets the whole batch
+                from jax.experimental import multihost_utils
 
-        out = multihost_utils.process_allgather(out, tiled=True)
-        return jax.tree_util.tree_map(lambda x: x[:B], out) if pad else out
-    if pad:
-        out = jax.tree_util.tree_map(lambda x: x[:B], out)
-    return jax.device_put(out, devices[0])      # gathered, in order, onto the first device
+                out = multihost_utils.process_allgather(out, tiled=True)
+            if pad:
+                out = jax.tree_util.tree_map(lambda x: x[:B], out)
+            if jax.process_count() == 1:
+                out = jax.device_put(out, devices[0])      # gathered, in order, onto the first device
+    if not report:
+        return out
+    traj, flags, stop = out
+    error = _first_failure(model, traj, flags, stop, info, float(t0), float(t1))
+    if error is not None:
+        raise error
+    return traj

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import dataclasses
 import warnings
 
@@ -54,7 +55,30 @@ _MESSAGES = (
 )
 
 
-def _save_times(saveat, t0, t1):
+_REPORT = contextvars.ContextVar("mbdjax_simulate_report", default=None)
+
+
+@contextlib.contextmanager
+def reporting():
+    """Trace `simulate` (with `throw=True`) so that it reports its failures instead of
+    raising them: inside the block, each `simulate` call returns its trajectory and
+    leaves in the yielded dict `flags` (a boolean array, one entry per message),
+    `messages` (static), `stop` (None, or `(rank_lost, t, y)` where a singular
+    configuration stopped the run), `work` (the model it integrated, redundant rows
+    removed) and `formulation` (its class name). The conditions are array outputs, not
+    host callbacks, so a caller that traces `simulate` under its own `vmap` can return
+    them per member and raise on the host after the call (`simulate_batch`), and the
+    compiled program stays in the persistent compilation cache. The caller checks the
+    output times on the host first (`check_times`), as `simulate` does."""
+    report = {}
+    token = _REPORT.set(report)
+    try:
+        yield report
+    finally:
+        _REPORT.reset(token)
+
+
+def save_times(saveat, t0, t1):
     if isinstance(saveat, (int,)) and not isinstance(saveat, bool):
         if saveat < 2:
             raise SimulationError(f"simulate: saveat={saveat} must be at least 2 output points.")
@@ -65,7 +89,7 @@ def _save_times(saveat, t0, t1):
     return ts
 
 
-def _check_times(t0, t1, ts, dt0):
+def check_times(t0, t1, ts, dt0):
     """On the host, what diffrax would otherwise check in the compiled program."""
     a, b, times = float(t0), float(t1), np.asarray(ts)
     if not (np.isfinite(a) and np.isfinite(b) and b > a):
@@ -230,7 +254,7 @@ def simulate(
     work = model if rows is None else restrict(model, rows)
     formulation = formulation.with_rows(rows is not None).prepare(work, p, q0, t0)
     stabilization = stabilization.with_rows(rows is not None)
-    ts = _save_times(saveat, t0, t1)
+    ts = save_times(saveat, t0, t1)
     settings = (
         ("formulation", type(formulation).__name__),
         ("stabilization", type(stabilization).__name__),
@@ -246,9 +270,10 @@ def simulate(
     # Failures are raised here, on the host, after the call (the compiled program holds
     # no callback, so the persistent compilation cache can keep it); under an
     # enclosing trace they stay in-graph checks (`_runtime_checks`).
-    on_host = bool(throw) and is_concrete(q0, qd0, p, t0, t1, ts)
-    if on_host:
-        _check_times(t0, t1, ts, dt0)
+    report = _REPORT.get()
+    on_host = bool(throw) and (report is not None or is_concrete(q0, qd0, p, t0, t1, ts))
+    if on_host and report is None:
+        check_times(t0, t1, ts, dt0)
     # The tolerances and the first (or fixed) step enter the compiled program as values,
     # not constants, so a tolerance study or a step-size sweep compiles one program; the
     # trajectory gets their values after the call.
@@ -261,6 +286,10 @@ def simulate(
             keys, on_host, meter,
         )
     traj = dataclasses.replace(traj, settings=settings)
+    if on_host and report is not None:
+        report.update(flags=failure[0], messages=failure[1], stop=stop, work=work,
+                      formulation=type(formulation).__name__)
+        return traj
     if on_host and stop is not None and bool(stop[0]):
         t_stop, y_stop = stop[1], stop[2]
         raise singular_configuration_error(work, type(formulation).__name__, t_stop, y_stop[:model.n], p)

@@ -290,6 +290,14 @@ def sweep(model, samples=None, *, out, chunk: int = 256, outputs=None, q0=None, 
             traj = simulate_batch(model, q0[idx] if q0.ndim == 2 else q0, qd0[idx] if qd0.ndim == 2 else qd0, p,
                                   **simulate_kwargs)
             jax.block_until_ready(traj)      # a run-time failure (throw=True) surfaces here
+        except SimulationError as err:
+            if err.member is None:           # a set-up error, not a failed member
+                raise
+            k = int(idx[err.member])
+            raise SimulationError(
+                f"sweep: chunk {i} (members {start}–{stop - 1}) failed at member {k}; the {len(done)} finished "
+                "chunks are kept. Run with throw=False to record failing members in outputs['success'] "
+                f"instead. {err}", reason=err.reason, time=err.time, names=err.names, member=k) from None
         except MbdjaxError:
             raise
         except Exception as err:

@@ -110,11 +110,13 @@ def test_batch_input_errors_name_the_part(four_bar):
         mbd.simulate_batch(model, jnp.stack([q, q]), v)
 
 
-def test_a_failed_member_is_named():
+def test_a_failed_member_is_named(capfd):
     """Three pendulums, the middle one under 100× gravity: with 400 steps allowed the
     two at g = 9.81 finish in 61 steps and the stiff one runs out (reference: the same
     batch with throw=False, member by member). The error is an mbdjax SimulationError
-    naming member 1 and the reason, not the runtime's callback error."""
+    naming member 1, the reason and how far it got (the last output time the
+    throw=False run reached for it), read from the program's outputs: nothing is
+    printed (no run-time callback, no equinox banner)."""
     pend = mbd.Model(("x", "y"), mass_diagonal=lambda p: jnp.ones(2), potential=lambda q, t, p: p["g"] * q[1],
                      holonomic=lambda q, t, p: jnp.stack([0.5 * (q @ q - 1.0)]), constraint_names=("rod",),
                      params={"g": 9.81})
@@ -125,6 +127,10 @@ def test_a_failed_member_is_named():
                                                   r"took max_steps steps") as err:
         mbd.simulate_batch(pend, q0, jnp.zeros(2), g, t1=1.0, saveat=11, max_steps=400)
     assert err.value.member == 1 and err.value.reason == "max_steps"
+    t = np.asarray(quiet.t[1])
+    reached = float(t[np.all(np.isfinite(np.asarray(quiet.q[1])), axis=1) & np.isfinite(t)][-1])
+    assert 0.0 < reached < 1.0 and err.value.time == reached and f"t = {reached:.6g} s of t1 = 1 s" in str(err.value)
+    assert capfd.readouterr().err == ""
 
 
 def test_new_values_reuse_the_compilation(four_bar):
@@ -135,13 +141,13 @@ def test_new_values_reuse_the_compilation(four_bar):
     model = four_bar.model
     q0 = jnp.stack([four_bar.q0, four_bar.q0])
     qd0 = jnp.stack([four_bar.qd0, 1.1 * four_bar.qd0])
-    before = {id(fn) for (m, fn) in _batch._COMPILED.values()}
+    before = {id(fn) for (m, (fn, _)) in _batch._COMPILED.values()}
     for scale, t1 in ((1.0, 0.5), (1.2, 0.5), (0.9, 0.7)):
         params = {**model.params, "coupler": {**model.params["coupler"],
                                               "mass": scale * jnp.array([0.7, 0.8])}}
         mbd.simulate_batch(model, q0, scale * qd0, params, t1=t1, saveat=7, drift_tol=None)
     # Exactly one function was built for the three batches, and it was traced once.
-    built = [fn for (m, fn) in _batch._COMPILED.values() if m is model and id(fn) not in before]
+    built = [fn for (m, (fn, _)) in _batch._COMPILED.values() if m is model and id(fn) not in before]
     assert [fn._cache_size() for fn in built] == [1]
 
 

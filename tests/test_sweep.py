@@ -89,7 +89,7 @@ def test_padding_reuses_the_compilation(osc, tmp_path):
     model = oscillator()
     res = mbd.sweep(model, {"k": K[:5]}, out=tmp_path / "p", chunk=2, q0=jnp.ones(1), progress=False, **KW)
     assert res.outputs["q"].shape == (5, 1)
-    compiled = [fn for (m, fn) in _batch._COMPILED.values() if m is model]
+    compiled = [fn for (m, (fn, _)) in _batch._COMPILED.values() if m is model]
     assert [fn._cache_size() for fn in compiled] == [1]
 
 
@@ -111,11 +111,14 @@ def test_grid_initial_states_and_failures(osc, tmp_path):
 
 def test_failing_members(osc, tmp_path):
     """k = 1e4 needs about 3100 steps over 1 s (k = 1 about 30): with max_steps=500 it
-    fails. throw=True stops the sweep at its chunk, keeping the finished ones; with
+    fails. throw=True stops the sweep at its chunk, naming the member (its sweep index:
+    the padded chunk's copies map back to it) and the reason, keeping the finished ones; with
     throw=False its 'success' is False and the others are the closed form."""
     samples = {"k": [1.0, 2.0, 1e4]}
-    with pytest.raises(mbd.SimulationError, match="chunk 1 .members 2–2. failed; the 1 finished chunks are kept"):
+    with pytest.raises(mbd.SimulationError, match="chunk 1 .members 2–2. failed at member 2; the 1 finished "
+                                                  "chunks are kept") as err:
         mbd.sweep(osc, samples, out=tmp_path / "t", chunk=2, q0=jnp.ones(1), progress=False, max_steps=500, **KW)
+    assert err.value.member == 2 and err.value.reason == "max_steps" and "max_steps steps" in str(err.value)
     assert mbd.load_sweep(tmp_path / "t", partial=True).index.tolist() == [0, 1]
     res = mbd.sweep(osc, samples, out=tmp_path / "f", chunk=2, q0=jnp.ones(1), progress=False, max_steps=500,
                     throw=False, **KW)
