@@ -139,7 +139,7 @@ def run_config(path, force=False):
     }
     with open(os.path.join(out, "fit.json"), "w") as fh:
         json.dump(summary, fh, indent=2)
-    from .plotting._plots import _figure, _pyplot, _units_label, coordinate_unit
+    from .plotting._plots import _figure, _pyplot, _units_label, coordinate_unit, legend
 
     plt = _pyplot()
     fig, (ax1, ax2) = _figure(rows=2, height=6.0, sharex=False)    # time above, steps below
@@ -148,7 +148,7 @@ def run_config(path, force=False):
         ax1.plot(t, fitted[:, k], "-", label=f"{c} fitted")
     ax1.set(title="data and fitted outputs", xlabel="t [s]",
             ylabel=_units_label([coordinate_unit(traj, c) for c in outputs], "output"))
-    ax1.legend(fontsize="small")
+    legend(ax1)
     ax1.grid(alpha=0.3)
     ax2.semilogy(np.maximum(np.asarray(res.history), 1e-300))
     ax2.set(title="loss", xlabel="Levenberg–Marquardt step", ylabel="weighted sum of squares [1]")

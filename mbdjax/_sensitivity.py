@@ -93,14 +93,14 @@ class Sensitivity:
     def plot(self, ax=None, output=0):
         """Normalized sensitivities of output `output` (index or label) against time,
         one line per parameter; returns the axes."""
-        from .plotting._plots import _axes
+        from .plotting._plots import _axes, legend
 
         k = self.outputs.index(output) if isinstance(output, str) else int(output)
         ax = _axes(ax)
         for j, name in enumerate(self.names):
             ax.plot(self.t, np.where(self.defined[:, k], self.normalized[:, k, j], np.nan), label=name)
         ax.set(title=f"normalized sensitivity of {self.outputs[k]}", xlabel="t [s]", ylabel="∂ln y / ∂ln p")
-        ax.legend(fontsize="small")
+        legend(ax)
         ax.grid(alpha=0.3)
         return ax
 

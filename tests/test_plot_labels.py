@@ -108,3 +108,48 @@ def test_reactions_plot_shows_the_driving_torque(runs):
     np.testing.assert_allclose(drive.get_ydata(), np.abs(np.asarray(torque)))
     assert ax.get_ylabel() == "|T| [N·m]"
     plt.close(ax.figure)
+
+
+def test_no_legend_covers_the_data_area(runs, tmp_path, monkeypatch):
+    """Every figure the standard plots save (one- and two-panel, with legends of 2 to 9
+    entries) has each legend outside its axes' data area and inside the figure, so no
+    curve is hidden and no entry is cut off. Checked geometrically on the drawn figure
+    (display coordinates, the extents matplotlib reports), at savefig time."""
+    import matplotlib.figure
+
+    seen = []
+    save = matplotlib.figure.Figure.savefig
+
+    def checked(fig, path, *args, **kwargs):
+        renderer = fig.canvas.get_renderer()
+        box = fig.bbox
+        for ax in fig.axes:
+            leg = ax.get_legend()
+            if leg is None:
+                continue
+            lb, ab = leg.get_window_extent(renderer), ax.get_window_extent(renderer)
+            assert lb.x0 >= ab.x1 or lb.x1 <= ab.x0 or lb.y0 >= ab.y1 or lb.y1 <= ab.y0, (path, ax.get_title())
+            assert box.x0 <= lb.x0 and lb.x1 <= box.x1 and box.y0 <= lb.y0 and lb.y1 <= box.y1, (path, lb, box)
+            seen.append(len(leg.get_texts()))
+        return save(fig, path, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", checked)
+    for name in ("slider-crank", "rlc", "stick-slip"):
+        plotting.save_standard_plots(runs[name], str(tmp_path / name))
+    assert len(seen) >= 8 and max(seen) >= 5
+
+
+def test_a_crowded_panel_names_its_curve_count_instead_of_a_legend(runs):
+    """Above `MAX_LEGEND_ENTRIES` curves the legend would fill the figure: it is left
+    out and the title says how many curves there are."""
+    import matplotlib.pyplot as plt
+
+    from mbdjax.plotting._plots import MAX_LEGEND_ENTRIES, legend
+
+    fig, ax = plt.subplots()
+    for k in range(MAX_LEGEND_ENTRIES + 1):
+        ax.plot([0, 1], [k, k], label=f"c{k}")
+    ax.set_title("many")
+    assert legend(ax) is None and ax.get_legend() is None
+    assert ax.get_title() == f"many ({MAX_LEGEND_ENTRIES + 1} curves; name fewer for a legend)"
+    plt.close(fig)

@@ -77,7 +77,43 @@ def _figure(rows=1, width=7.0, height=4.0, sharex=True):
     panel = (height - bottom - top - gap * (rows - 1)) / rows
     fig.subplots_adjust(left=left / width, right=1 - right / width, bottom=bottom / height,
                         top=1 - top / height, hspace=gap / panel)
+    fig._mbdjax_layout = (width, left, right)      # inches: widened by `legend` to fit legends
     return fig, axes[:, 0]
+
+
+#: most legend entries shown; a panel with more curves names their count in its title
+MAX_LEGEND_ENTRIES = 24
+
+
+def legend(ax, ncol=1):
+    """The legend of `ax`, placed right of the axes, outside the data area, so it never
+    hides a curve. A figure made by `_figure` is widened by the legend's width (the
+    widest of its panels') with the axes' size kept; on a caller's own axes the legend
+    is only placed. Columns are added when the entries would not fit the panel's
+    height; above `MAX_LEGEND_ENTRIES` curves the legend is left out and the title says
+    how many there are. Returns the legend or None."""
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return None
+    if len(handles) > MAX_LEGEND_ENTRIES:
+        ax.set_title(f"{ax.get_title()} ({len(handles)} curves; name fewer for a legend)")
+        return None
+    fig = ax.figure
+    panel = ax.get_position().height * fig.get_size_inches()[1]
+    ncol = max(ncol, -(-len(handles) // max(int(panel / 0.2), 1)))
+    leg = ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small", ncol=ncol,
+                    borderaxespad=0.3)
+    layout = getattr(fig, "_mbdjax_layout", None)
+    if layout is not None:
+        width, left, right = layout
+        renderer = fig.canvas.get_renderer()
+        room = max(a.get_legend().get_window_extent(renderer).width for a in fig.axes
+                   if a.get_legend() is not None) / fig.dpi + 0.1
+        total = width + room
+        height = fig.get_size_inches()[1]
+        fig.set_size_inches(total, height)
+        fig.subplots_adjust(left=left / total, right=1 - (right + room) / total)
+    return leg
 
 
 def _axes(ax):
@@ -109,7 +145,7 @@ def plot_coordinates(traj, names=None, ax=None):
     ax.set_xlabel("t [s]")
     ax.set_ylabel(_units_label([coordinate_unit(traj, n) for n in names or traj.coordinates], "q"))
     ax.set_title("generalized coordinates")
-    ax.legend(fontsize="small", ncol=3)
+    legend(ax)
     ax.grid(alpha=0.3)
     return ax
 
@@ -141,7 +177,7 @@ def plot_residuals(traj, ax=None):
     ax.set_xlabel("t [s]")
     ax.set_ylabel("residual [row units; rates per s]")
     ax.set_title("constraint residuals")
-    ax.legend(fontsize="small")
+    legend(ax)
     ax.grid(alpha=0.3)
     return ax
 
@@ -174,7 +210,7 @@ def plot_energy(traj, ax=None):
         work = None
     if work is not None:
         ax.plot(t, work, "--", label="work of forces, dampers, drivers")
-        ax.legend(fontsize="small")
+        legend(ax)
     ax.set_xlabel("t [s]")
     ax.set_ylabel("[J]")
     ax.set_title("energy balance")
@@ -212,7 +248,7 @@ def plot_reactions(traj, joints=None, ax=None, quantity="force"):
     ax.set_ylabel("|F| [N]" if quantity == "force" else "|T| [N·m]")
     ax.set_title("joint reaction forces" if quantity == "force" else "joint reaction and driving torques")
     if fns:
-        ax.legend(fontsize="small", ncol=2)
+        legend(ax)
     ax.grid(alpha=0.3)
     return ax
 
@@ -245,7 +281,7 @@ def plot_contact_path(traj, ax=None):
     ax.set_aspect("equal", adjustable="datalim")
     ax.set_title("contact path on the plane")
     if table:
-        ax.legend(fontsize="small")
+        legend(ax)
     ax.grid(alpha=0.3)
     return ax
 
@@ -282,8 +318,7 @@ def plot_network(traj, ax=None):
         ax.set_title("flows of the flow stores")
         ax.set_ylabel("flow [A, m³/s, m/s, rad/s by domain]")
     ax.set_xlabel("t [s]")
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize="small", ncol=2)
+    legend(ax)
     ax.grid(alpha=0.3)
     return ax
 
@@ -320,7 +355,7 @@ def plot_friction(traj, ax=None):
     ax.set_title("friction force, static limits ±μ_s N (dashed), sticking (shaded)")
     ax.set_xlabel("t [s]")
     ax.set_ylabel("force [N] (torque [N·m] on a shaft)")
-    ax.legend(fontsize="small")
+    legend(ax)
     ax.grid(alpha=0.3)
     return ax
 
@@ -367,8 +402,8 @@ def save_standard_plots(traj, out_dir, prefix=""):
             fig, (ax1, ax2) = _figure(rows=2, height=6.0)
             plot_coordinates(traj, names=others, ax=ax1)
             plot_coordinates(traj, names=angles, ax=ax2)
-            ax1.set_title("generalized coordinates: positions and flows")
-            ax2.set_title("generalized coordinates: angles")
+            for ax, part in ((ax1, "positions and flows"), (ax2, "angles")):
+                ax.set_title(ax.get_title().replace("generalized coordinates", f"generalized coordinates: {part}", 1))
             ax1.set_xlabel("")
         elif name == "reactions":        # forces above, torques (drivers' included) below
             fig, (ax1, ax2) = _figure(rows=2, height=6.0)
