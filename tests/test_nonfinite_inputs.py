@@ -1,6 +1,6 @@
 """No public entry point takes a NaN or an infinity silently: a property-based test
 puts a non-finite value into one leaf of the parameters or one entry of the state of
-example models from each front end, and every entry point (simulate, check,
+every built-in example model (all three front ends and bare Models), and every entry point (simulate, check,
 simulate_batch, sensitivity, fit, initial_conditions) raises an mbdjax error
 naming that leaf (`parameter crank.mass = nan`, `q0[rod.x] = inf`, batch member 1).
 
@@ -21,13 +21,20 @@ import mbdjax as mbd
 from mbdjax import models
 from mbdjax._trajectory import flatten_params, unflatten_params
 
-# one example per front end: planar (slider-crank), network (RLC), spatial rolling (disk)
-NAMES = ("slider-crank", "rlc", "rolling-disk")
+# every built-in example (all three front ends and bare Models), built when first drawn
+NAMES = tuple(sorted(models.EXAMPLES))
 
 
 @pytest.fixture(scope="module")
 def examples():
-    return {name: models.get(name) for name in NAMES}
+    built = {}
+
+    class Lazy(dict):
+        def __missing__(self, name):
+            built[name] = models.get(name)
+            return built[name]
+
+    return Lazy()
 
 
 def _with_leaf(params, name, index, value):
@@ -50,12 +57,15 @@ def cases(draw):
     return name, where, entry, draw(st.integers(0, 10_000)), draw(VALUES)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=cases())
 def test_a_non_finite_input_is_named(examples, case):
     name, where, entry, pick, value = case
     ex = examples[name]
     model, q0, qd0, params = ex.model, jnp.asarray(ex.q0), jnp.asarray(ex.qd0), ex.model.params
+    if where == "params" and not flatten_params(params):
+        where = "q0"                  # a model without parameters: its state instead
+        entry = "simulate" if entry in ("sensitivity", "fit") else entry
     if where == "params":
         flat = flatten_params(params)
         leaf = sorted(flat)[pick % len(flat)]
