@@ -13,8 +13,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import _exported
 from . import _kinematics as kin
 from ._errors import SimulationError
+from ._exported import example_name
 from ._formulation import resolve_formulation
 from ._params import checked_params, nonfinite_entries
 from ._redundancy import expand, restrict, select_rows
@@ -278,13 +280,17 @@ def simulate(
     # not constants, so a tolerance study or a step-size sweep compiles one program; the
     # trajectory gets their values after the call.
     keys = tuple((k, None if k in _VALUED else v) for k, v in settings)
-    with checked_on_host() if on_host else contextlib.nullcontext():
-        traj, stop, failure = _simulate(
-            model, work, rows, formulation, stabilization, solver, adjoint, q0, qd0, p, t0, t1, ts,
+    args = (model, work, rows, formulation, stabilization, solver, adjoint, q0, qd0, p, t0, t1, ts,
             jnp.asarray(rtol, dtype=float), jnp.asarray(atol, dtype=float),
             None if dt0 is None else jnp.asarray(dt0, dtype=float), int(max_steps), drift_tol, bool(throw),
-            keys, on_host, meter,
-        )
+            keys, on_host, meter)
+    # A built-in example's program is reused across processes without tracing it
+    # (`mbdjax._exported`); every other run traces (and compiles once per process).
+    name = (example_name(model) if on_host and report is None and isinstance(meter, diffrax.NoProgressMeter)
+            else None)
+    with checked_on_host() if on_host else contextlib.nullcontext():
+        ran = _simulate_exported(name, args) if name is not None else None
+        traj, stop, failure = ran if ran is not None else _simulate(*args)
     traj = dataclasses.replace(traj, settings=settings)
     if on_host and report is not None:
         report.update(flags=failure[0], messages=failure[1], stop=stop, work=work,
@@ -452,6 +458,58 @@ def progress_meter(progress):
     raise SimulationError(f"simulate: progress must be True, False, 'text', 'tqdm' or a diffrax progress "
                           f"meter, got {progress!r}.")
 
+
+def _simulate_exported(name, args):
+    """`_simulate(*args)` for the built-in example `name` through its exported program
+    (`mbdjax._exported`): deserialized when stored under the same key, else traced,
+    exported and stored. None when the cache is off, `jax.export` cannot serialize here,
+    or an argument has no reproducible description (a fresh trace is then cheaper than
+    a key that never matches)."""
+    (model, work, rows, formulation, stabilization, solver, adjoint, q0, qd0, p, t0, t1, ts,
+     rtol, atol, dt0, max_steps, drift_tol, throw, keys, on_host, meter) = args
+    where = _exported.folder()
+    if where is None or not _exported.available():
+        return None
+    values = (q0, qd0, p, t0, formulation, stabilization, solver, adjoint)
+    statics = (rows, max_steps, drift_tol, keys, tuple(ts.shape), dt0 is None, type(formulation).__name__)
+    described = _exported._describe(values) + repr(statics)
+    if " at 0x" in described:
+        return None
+    k = _exported.key(name, values, statics)
+    dynamic = (q0, qd0, p, t0, t1, ts, rtol, atol) + (() if dt0 is None else (dt0,))
+    found = _EXPORTED.get(k) or _exported.load(where, k)
+    if found is None:
+        messages = []
+
+        def flat(q0, qd0, p, t0, t1, ts, rtol, atol, dt0=None):
+            traj, stop, failure = _simulate(model, work, rows, formulation, stabilization, solver, adjoint, q0, qd0,
+                                            p, t0, t1, ts, rtol, atol, dt0, max_steps, drift_tol, throw, keys,
+                                            on_host, meter)
+            messages[:] = failure[1]
+            return ((traj.t, traj.q, traj.qd, traj.qdd, traj.result._value, traj.num_steps, failure[0]),
+                    {"lam": traj.lam, "u": traj.u, "partitions": traj.partitions, "modes": traj.modes,
+                     "switches": traj.switches, "stop": stop})
+
+        from jax import export
+
+        exported = export.export(jax.jit(flat))(*dynamic)
+        found = (exported, {"messages": list(messages)})
+        _exported.store(where, k, *found)
+    _EXPORTED[k] = found
+    exported, info = found
+    (t, q, qd, qdd, result, steps, flags), extra = exported.call(*dynamic)
+    result = jax.tree_util.tree_structure(diffrax.RESULTS.successful).unflatten([result])
+    traj = Trajectory(
+        t=t, q=q, qd=qd, qdd=qdd, lam=extra["lam"], u=extra["u"], result=result, num_steps=steps, params=p,
+        model=model, coordinates=model.coordinates, constraint_names=model.constraint_names,
+        nonholonomic_names=model.nonholonomic_names, settings=keys, partitions=extra["partitions"],
+        modes=extra["modes"], switches=extra["switches"],
+    )
+    return traj, extra["stop"], (flags, tuple(info["messages"]))
+
+
+#: exported programs loaded in this process, by key
+_EXPORTED = {}
 
 #: Settings whose values are arguments of the compiled program (see `simulate`).
 _VALUED = ("rtol", "atol", "fixed_step")
