@@ -118,9 +118,11 @@ def prune(folder: str, max_bytes: int = MAX_BYTES) -> int:
     """Remove the oldest compiled programs in `folder` until it holds at most
     `max_bytes`; return how many were removed.
 
-    Age is the entry's modification time (when JAX wrote it). Only JAX's entries
-    (`*-cache`, with their `*-atime` companions) are touched; one that another process
-    removed first is skipped. A process that added programs calls this when it exits.
+    Age is the entry's modification time (when it was written). Only JAX's entries
+    (`*-cache`, with their `*-atime` companions) and the exported example programs
+    (`mbdjax-exported/*.exported`, with their `.json`; `mbdjax._exported`) are
+    touched; one that another process removed first is skipped. A process that added
+    programs calls this when it exits.
 
     Example:
 
@@ -134,15 +136,22 @@ def prune(folder: str, max_bytes: int = MAX_BYTES) -> int:
         >>> prune(d, max_bytes=150), sorted(os.listdir(d))
         (1, ['new-cache'])
     """
+    from ._exported import SUBFOLDER
+
     entries, total = [], 0
-    with os.scandir(folder) as found:
-        for entry in found:
-            if entry.name.endswith(_ENTRY) and entry.is_file(follow_symlinks=False):
-                info = entry.stat(follow_symlinks=False)
-                entries.append((info.st_mtime_ns, entry.path, info.st_size))
-                total += info.st_size
+    for where, suffix, companion in ((folder, _ENTRY, _ATIME),
+                                     (os.path.join(folder, SUBFOLDER), ".exported", ".json")):
+        try:
+            with os.scandir(where) as found:
+                for entry in found:
+                    if entry.name.endswith(suffix) and entry.is_file(follow_symlinks=False):
+                        info = entry.stat(follow_symlinks=False)
+                        entries.append((info.st_mtime_ns, entry.path, info.st_size, suffix, companion))
+                        total += info.st_size
+        except FileNotFoundError:
+            continue
     removed = 0
-    for _, path, size in sorted(entries):
+    for _, path, size, suffix, companion in sorted(entries):
         if total <= max_bytes:
             break
         try:
@@ -150,7 +159,7 @@ def prune(folder: str, max_bytes: int = MAX_BYTES) -> int:
         except FileNotFoundError:
             continue
         try:
-            os.remove(path[: -len(_ENTRY)] + _ATIME)
+            os.remove(path[: -len(suffix)] + companion)
         except FileNotFoundError:
             pass
         total -= size

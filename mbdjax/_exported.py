@@ -130,10 +130,10 @@ def store(where, k, exported, info):
     """Write `exported` and its `info` (JSON) under key `k`, atomically; a folder that
     cannot be written is skipped (the run does not depend on it)."""
     path = os.path.join(where, k)
+    files = [(".exported", exported.serialize(), "wb"), (".json", json.dumps(info), "w")]
     try:
         os.makedirs(where, exist_ok=True)
-        for suffix, data, mode in ((".exported", exported.serialize(), "wb"),
-                                   (".json", json.dumps(info), "w")):
+        for suffix, data, mode in files:
             tmp = f"{path}{suffix}.{os.getpid()}.tmp"
             with open(tmp, mode) as fh:
                 fh.write(data)

@@ -478,6 +478,8 @@ def _simulate_exported(name, args):
     k = _exported.key(name, values, statics)
     dynamic = (q0, qd0, p, t0, t1, ts, rtol, atol) + (() if dt0 is None else (dt0,))
     found = _EXPORTED.get(k) or _exported.load(where, k)
+    if found is not None and found[0] is None:       # does not export in this process
+        return None
     if found is None:
         messages = []
 
@@ -492,7 +494,14 @@ def _simulate_exported(name, args):
 
         from jax import export
 
-        exported = export.export(jax.jit(flat))(*dynamic)
+        try:
+            exported = export.export(jax.jit(flat))(*dynamic)
+        except NotImplementedError:
+            # The program holds a host callback: an inner compiled function traced
+            # earlier in this process under an enclosing trace (its in-graph checks
+            # kept) is reused by JAX's trace cache. Traced as usual, here only.
+            _EXPORTED[k] = (None, {})
+            return None
         found = (exported, {"messages": list(messages)})
         _exported.store(where, k, *found)
     _EXPORTED[k] = found

@@ -129,3 +129,22 @@ def test_a_process_that_added_programs_trims_the_folder_to_its_bound(tmp_path):
     assert sum(p.stat().st_size for p in left) <= 65536 and left   # the new program fits and stays
     assert not [p for p in left if p.name.endswith("-atime")]
     assert cc.prune(str(folder), max_bytes=0) == len(left) and not list(folder.iterdir())
+
+
+def test_the_bound_covers_the_exported_example_programs(tmp_path):
+    """Exported example programs (`mbdjax._exported`) count towards the bound and go
+    oldest first with their description file. Reference: the files' sizes and times."""
+    import mbdjax._compilation_cache as cc
+    from mbdjax._exported import SUBFOLDER
+
+    sub = tmp_path / SUBFOLDER
+    sub.mkdir()
+    for stem, when in (("old", 1), ("new", 3)):
+        (sub / f"{stem}.exported").write_bytes(bytes(1000))
+        (sub / f"{stem}.json").write_text("{}")
+        os.utime(sub / f"{stem}.exported", (when, when))
+    (tmp_path / "mid-cache").write_bytes(bytes(1000))
+    os.utime(tmp_path / "mid-cache", (2, 2))
+    assert cc.prune(str(tmp_path), max_bytes=2500) == 1
+    assert sorted(p.name for p in sub.iterdir()) == ["new.exported", "new.json"]
+    assert cc.prune(str(tmp_path), max_bytes=1500) == 1 and not (tmp_path / "mid-cache").exists()
