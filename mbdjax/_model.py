@@ -289,16 +289,48 @@ class Model(eqx.Module):
         if q.shape != (n,):
             raise ModelError(f"Model: `validate_at` has shape {q.shape}, expected ({n},).")
 
+        # Every function, and the derivatives the checks below compare with, evaluated
+        # in one compiled program (kept in the persistent compilation cache), instead
+        # of one program each; when it cannot be traced, each function is evaluated
+        # alone below, so the one that fails is named.
+        def probe(q, qd, t, p):
+            out = {}
+            for label, fn, args in (
+                ("mass_matrix", mass_matrix, (q, t, p)), ("kinetic_energy", kinetic_energy, (q, qd, t, p)),
+                ("mass_diagonal", mass_diagonal, (p,)), ("forces", forces, (q, qd, t, p)),
+                ("potential", potential, (q, t, p)), ("dissipation", dissipation, (q, qd, t, p)),
+                ("holonomic", holonomic, (q, t, p)), ("holonomic_jacobian", holonomic_jacobian, (q, t, p)),
+                ("holonomic_jacobian_values", holonomic_jacobian_values, (q, t, p)),
+                ("nonholonomic", nonholonomic, (q, qd, t, p)), ("singularity", singularity, (q,)),
+            ):
+                if fn is not None:
+                    out[label] = jnp.asarray(fn(*args))
+            if holonomic is not None and (holonomic_jacobian is not None or holonomic_jacobian_values is not None):
+                out["holonomic: jacobian"] = jax.jacfwd(lambda x: jnp.asarray(holonomic(x, t, p)))(q)
+            if nonholonomic is not None:
+                out["nonholonomic: hessian"] = jax.jacfwd(jax.jacfwd(
+                    lambda v: jnp.asarray(nonholonomic(q, v, t, p))))(qd)
+            return out
+
+        try:
+            probed = jax.jit(probe)(q, qd, t, p)
+        except Exception:  # noqa: BLE001 - each function is tried alone below, and named
+            probed = None
+
         def evaluate(label, fn, *args):
-            # Compiled, as every use of the function will be: one program per function
-            # (kept in the persistent compilation cache) instead of its operations
-            # dispatched one by one, and a function that cannot be traced is named here.
+            if probed is not None:
+                return probed[label]
+            # Compiled, as every use of the function will be, and a function that
+            # cannot be traced is named here.
             try:
                 out = jax.jit(lambda *a: jnp.asarray(fn(*a)))(*args)
             except Exception as err:  # noqa: BLE001 - reported with context
                 problems.append(f"Model: `{label}` raised {type(err).__name__}: {_first_line(err)}{_advice(err, p)}")
                 return None
             return out
+
+        def derivative(label, make, x):
+            return probed[label] if probed is not None else jax.jit(make())(x)
 
         def expect(label, out, shape):
             if out is None:
@@ -338,7 +370,8 @@ class Model(eqx.Module):
             if holonomic_jacobian is not None and m_h:
                 jac = evaluate("holonomic_jacobian", holonomic_jacobian, q, t, p)
                 if expect("holonomic_jacobian", jac, (m_h, n)):
-                    ref = jax.jit(jax.jacfwd(lambda x: jnp.asarray(holonomic(x, t, p))))(q)
+                    ref = derivative("holonomic: jacobian",
+                                     lambda: jax.jacfwd(lambda x: jnp.asarray(holonomic(x, t, p))), q)
                     if not bool(jnp.allclose(jac, ref, rtol=1e-6, atol=1e-9)):
                         problems.append(
                             "Model: `holonomic_jacobian` does not match the derivative of "
@@ -360,7 +393,8 @@ class Model(eqx.Module):
                 if pattern is not None:
                     vals = evaluate("holonomic_jacobian_values", holonomic_jacobian_values, q, t, p)
                     if expect("holonomic_jacobian_values", vals, (pattern.nnz,)):
-                        ref = jax.jit(jax.jacfwd(lambda x: jnp.asarray(holonomic(x, t, p))))(q)
+                        ref = derivative("holonomic: jacobian",
+                                         lambda: jax.jacfwd(lambda x: jnp.asarray(holonomic(x, t, p))), q)
                         if not bool(jnp.allclose(pattern.dense(vals), ref, rtol=1e-6, atol=1e-9)):
                             problems.append(
                                 "Model: `holonomic_jacobian_values` (with `jacobian_pattern`) do not "
@@ -375,7 +409,8 @@ class Model(eqx.Module):
             if out is not None and out.ndim == 1:
                 m_n = out.shape[0]
                 if expect("nonholonomic", out, (m_n,)):
-                    hess = jax.jit(jax.jacfwd(jax.jacfwd(lambda v: jnp.asarray(nonholonomic(q, v, t, p)))))(qd)
+                    hess = derivative("nonholonomic: hessian", lambda: jax.jacfwd(jax.jacfwd(
+                        lambda v: jnp.asarray(nonholonomic(q, v, t, p)))), qd)
                     if float(jnp.max(jnp.abs(hess))) > 1e-9:
                         problems.append(
                             "Model: `nonholonomic` must be affine in qd (A(q,t) qd + a(q,t)); "
