@@ -18,12 +18,15 @@ from . import _dynamics as dyn
 from . import _kinematics as kin
 from ._errors import MbdjaxError
 from ._files import atomic_write
-from ._tracing import is_concrete
+from ._tracing import CompiledCache, is_concrete
 
 _FORMAT = "mbdjax-trajectory/1"
 # network elements whose efforts are junction or constraint multipliers
 _NEEDS_MULTIPLIERS = ("flow_source", "stick_slip", "lever", "gear", "transformer", "piston_transformer", "rack_pinion",
                       "hydraulic_piston")
+
+#: compiled per-output-time maps (`Trajectory._mapp`), by call site and closure
+_MAPPED = CompiledCache(64)
 
 
 def flatten_params(params) -> dict[str, Any]:
@@ -193,13 +196,23 @@ class Trajectory(eqx.Module):
         the parameters and modes are arguments, so the program is the same in every
         process and comes from the persistent compilation cache."""
         switching = (self.model.metadata or {}).get("switching") if self.model is not None else None
-        if switching is None or self.modes is None:
-            return jax.jit(lambda p, *a: jax.vmap(lambda *ak: fn(*ak, p))(*a))(self.params, *arrays)
+        moded = switching is not None and self.modes is not None
 
-        def moded(p, modes, *a):
-            return jax.vmap(lambda m, *ak: fn(*ak, switching.with_modes(p, m)))(modes, *a)
+        def build():
+            if not moded:
+                return jax.jit(lambda p, *a: jax.vmap(lambda *ak: fn(*ak, p))(*a))
 
-        return jax.jit(moded)(self.params, self.modes, *arrays)
+            def with_modes(p, modes, *a):
+                return jax.vmap(lambda m, *ak: fn(*ak, switching.with_modes(p, m)))(modes, *a)
+
+            return jax.jit(with_modes)
+
+        # The same output of the same model (a call site's code and the objects its
+        # closure holds) reuses its compiled function: an output asked for again (the
+        # energy for the summary, then for the plot) is not traced again.
+        cells = tuple(id(c.cell_contents) for c in (fn.__closure__ or ()))
+        compiled = _MAPPED.get((fn.__code__, cells, moded), fn, build)
+        return compiled(self.params, self.modes, *arrays) if moded else compiled(self.params, *arrays)
 
     def switch_history(self) -> list[tuple[float, dict]]:
         """`[(t, {leaf: value}), ...]`: the mode switches of a model with discrete modes
@@ -311,7 +324,8 @@ class Trajectory(eqx.Module):
     @_per_trajectory
     def reactions(self, joints=None) -> dict:
         """`{joint: (force (T, 2), torque (T,))}` for every joint with reactions (or those
-        in `joints`), as in `reaction`, all computed in one compiled call."""
+        in `joints`), as in `reaction`, all computed in one compiled call (the same
+        program whichever joints are asked for)."""
         model = self._need_model("reaction")
         if self.lam is None:
             raise MbdjaxError("Trajectory.reaction: this formulation computes no multipliers.")
@@ -322,7 +336,9 @@ class Trajectory(eqx.Module):
                 raise MbdjaxError(
                     f"Trajectory.reaction: no joint named {joint!r} with reactions; available: {sorted(fns)}."
                 )
-        return self._mapp(lambda q, lam, p: {j: fns[j](q, lam, p) for j in joints}, self.q, self.lam)
+        # every joint's, in the one program per model (reused by later calls), then chosen
+        every = self._mapp(lambda q, lam, p: {j: f(q, lam, p) for j, f in fns.items()}, self.q, self.lam)
+        return {j: every[j] for j in joints}
 
     # ------------------------------------------------------------ networks
     def _network(self, what):

@@ -56,10 +56,17 @@ def _units_label(units, quantity):
 
 
 def _pyplot():
+    """matplotlib.pyplot, on the Agg backend when there is no display and no backend
+    was chosen (a backend set by the user, `MPLBACKEND` or matplotlibrc, is kept).
+    Asking matplotlib for its backend would resolve its automatic choice by trying the
+    interactive toolkits one by one, which took a tenth of the main job's time."""
     import matplotlib
 
-    if not os.environ.get("DISPLAY") and matplotlib.get_backend().lower() not in ("agg", "pdf", "svg"):
-        matplotlib.use("Agg")
+    if not os.environ.get("DISPLAY"):
+        chosen = getattr(matplotlib.rcParams, "_get_backend_or_none", None)
+        backend = chosen() if chosen is not None else matplotlib.get_backend()
+        if backend is None or backend.lower() not in ("agg", "pdf", "svg", "ps", "cairo", "pgf"):
+            matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     return plt
