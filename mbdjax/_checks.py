@@ -24,6 +24,7 @@ import numpy as np
 from . import _dynamics as dyn
 from . import _kinematics as kin
 from ._params import checked_params, nonfinite_entries
+from ._tracing import device_array
 
 
 @dataclass(frozen=True)
@@ -245,8 +246,7 @@ def check(model, q, t=0.0, params=None, *, qd=None, rtol=1e-9, probes=3, probe_s
     t = float(t)
     names = model.row_names
     n, m = model.n, model.m
-    B, residual, M = _at(model, jnp.asarray(q), jnp.asarray(t), p,
-                                     None if qd is None else jnp.asarray(qd, dtype=float))
+    B, residual, M = _at(model, device_array(q), device_array(t), p, None if qd is None else device_array(qd))
     B, residual, M = np.asarray(B), float(residual), np.asarray(M)
     problems = []
     if m:
@@ -279,7 +279,7 @@ def check(model, q, t=0.0, params=None, *, qd=None, rtol=1e-9, probes=3, probe_s
                 break
             direction = Nq @ rng.standard_normal(Nq.shape[1])
             direction /= np.linalg.norm(direction)
-            _, Bp = _probe(model, jnp.asarray(q + scale * direction), jnp.asarray(t), p)
+            _, Bp = _probe(model, device_array(q + scale * direction), device_array(t), p)
             Bp = np.asarray(Bp)
             sp = np.linalg.svd(Bp, compute_uv=False)
             if _rank(sp, Bp.shape, rtol)[0] == m:
@@ -322,7 +322,7 @@ def check(model, q, t=0.0, params=None, *, qd=None, rtol=1e-9, probes=3, probe_s
         from ._first_order import first_order_structure
 
         try:
-            fo = first_order_structure(model, p, jnp.asarray(q), jnp.asarray(t))
+            fo = first_order_structure(model, p, device_array(q), device_array(t))
         except SimulationError:
             fo = None  # a loop without resistance: reported below as motion without inertia
         if fo is not None and int(np.sum(red <= 1e-10 * mscale)) == len(fo.independent):

@@ -38,6 +38,7 @@ depend on parameters (a transformer ratio), which keeps `W` differentiable.
 
 from __future__ import annotations
 
+import contextlib
 from typing import NamedTuple
 
 import equinox as eqx
@@ -79,7 +80,10 @@ def first_order_structure(model, p, q0, t0):
     is fixed by the constraints. Raises a `SimulationError` when the massless columns
     of `B` depend on `q` or `t`, or (at a concrete state) when a massless loop has no
     resistance (index above 1)."""
-    with jax.ensure_compile_time_eval():
+    # Under an enclosing trace the structure is read at concrete stand-in values (the
+    # model's parameters); with concrete inputs, the compiled programs below run as such.
+    traced = not is_concrete(p, q0, t0)
+    with jax.ensure_compile_time_eval() if traced else contextlib.nullcontext():
         pe, q, t = _evaluation_point(model, p, q0, t0)
         M = np.asarray(_mass_matrix(model, q, t, pe))
         massless = np.flatnonzero(np.all(M == 0, axis=0) & np.all(M == 0, axis=1))

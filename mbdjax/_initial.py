@@ -19,6 +19,7 @@ from ._checks import _rank, dependent_rows
 from ._errors import InitialConditionError
 from ._params import checked_params, nonfinite_entries
 from ._stabilization.projection import project_positions, project_velocities
+from ._tracing import device_array
 from ._tracing import is_concrete as _concrete
 
 
@@ -242,7 +243,7 @@ def initial_conditions(
                     if _concrete(v) and np.ndim(v) == 0 and not np.isfinite(float(v))]
     if bad:
         raise InitialConditionError("initial_conditions: non-finite input: " + "; ".join(bad) + ". Give finite values.")
-    t0 = jnp.asarray(t0, dtype=float)
+    t0 = device_array(t0)
 
     # ---------------------------------------------------------------- positions
     if fix_q is None:
@@ -295,7 +296,7 @@ def initial_conditions(
         )
 
     # ---------------------------------------------------------------- velocities
-    qd_guess = jnp.zeros((n,)) if qd_guess is None else jnp.asarray(qd_guess, dtype=float)
+    qd_guess = device_array(np.zeros(n)) if qd_guess is None else jnp.asarray(qd_guess, dtype=float)
     if qd_guess.shape != (n,):
         raise InitialConditionError(f"initial_conditions: qd_guess has shape {qd_guess.shape}, expected ({n},).")
     if fix_qd is None:

@@ -25,7 +25,7 @@ from ._runtime_checks import checked_on_host, collecting, first_failure
 from ._singular import singular_configuration_error
 from ._stabilization import resolve_stabilization
 from ._switching import switching_of
-from ._tracing import is_concrete
+from ._tracing import device_array, is_concrete
 from ._trajectory import Trajectory
 
 _MESSAGES = (
@@ -84,8 +84,10 @@ def save_times(saveat, t0, t1):
     if isinstance(saveat, (int,)) and not isinstance(saveat, bool):
         if saveat < 2:
             raise SimulationError(f"simulate: saveat={saveat} must be at least 2 output points.")
+        if is_concrete(t0, t1):     # on the host: no program to compile
+            return device_array(np.linspace(float(t0), float(t1), saveat))
         return jnp.linspace(t0, t1, saveat)
-    ts = jnp.asarray(saveat, dtype=float)
+    ts = device_array(saveat)
     if ts.ndim != 1 or ts.shape[0] < 1:
         raise SimulationError("simulate: saveat must be an int (number of points) or a 1-D array of times.")
     return ts
@@ -211,20 +213,20 @@ def simulate(
             stacklevel=2,
         )
     # Every parameter leaf becomes an array so new values never trigger a recompile.
-    p = jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype=float), checked_params(model, params, "simulate"))
+    p = jax.tree_util.tree_map(device_array, checked_params(model, params, "simulate"))
     solver = diffrax.Tsit5() if solver is None else solver
     solver_name = repr_solver(solver)
     meter = progress_meter(progress)
     adjoint = diffrax.RecursiveCheckpointAdjoint() if adjoint is None else adjoint
-    q0 = jnp.asarray(q0, dtype=float)
-    qd0 = jnp.asarray(qd0, dtype=float)
+    q0 = device_array(q0)
+    qd0 = device_array(qd0)
     if q0.shape != (model.n,) or qd0.shape != (model.n,):
         raise SimulationError(
             f"simulate: q0 and qd0 must have shape ({model.n},) for coordinates "
             f"{list(model.coordinates)}; got {q0.shape} and {qd0.shape}."
         )
-    t0 = jnp.asarray(t0, dtype=float)
-    t1 = jnp.asarray(t1, dtype=float)
+    t0 = device_array(t0)
+    t1 = device_array(t1)
     _check_finite(model, q0, qd0)
     if consistent not in ("check", "project"):
         raise SimulationError(f"simulate: consistent must be 'check' or 'project', got {consistent!r}.")
@@ -281,8 +283,8 @@ def simulate(
     # trajectory gets their values after the call.
     keys = tuple((k, None if k in _VALUED else v) for k, v in settings)
     args = (model, work, rows, formulation, stabilization, solver, adjoint, q0, qd0, p, t0, t1, ts,
-            jnp.asarray(rtol, dtype=float), jnp.asarray(atol, dtype=float),
-            None if dt0 is None else jnp.asarray(dt0, dtype=float), int(max_steps), drift_tol, bool(throw),
+            device_array(rtol), device_array(atol),
+            None if dt0 is None else device_array(dt0), int(max_steps), drift_tol, bool(throw),
             keys, on_host, meter)
     # A built-in example's program is reused across processes without tracing it
     # (`mbdjax._exported`); every other run traces (and compiles once per process).

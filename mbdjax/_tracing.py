@@ -4,12 +4,26 @@ grad), and a small store of compiled functions keyed by the settings they depend
 import collections
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 
 
 def is_concrete(*trees) -> bool:
     """True when no leaf of the given pytrees is a JAX tracer, so Python-level checks
     (ranks, pivoting, error messages with values) can inspect the numbers."""
     return not any(isinstance(leaf, jax.core.Tracer) for tree in trees for leaf in jax.tree_util.tree_leaves(tree))
+
+
+def device_array(x, dtype=float):
+    """`x` as a JAX array on the default device, converted on the host: `jnp.asarray`
+    of host data compiles a small conversion program per shape (traced, lowered and
+    looked up in the compilation cache, in every process), `device_put` of a NumPy
+    array does not. Traced values pass through `jnp.asarray`."""
+    if isinstance(x, jax.core.Tracer):
+        return jnp.asarray(x, dtype=dtype)
+    if isinstance(x, jax.Array) and x.dtype == jnp.dtype(dtype) and not x.weak_type:
+        return x            # (a weakly typed array would make a different program)
+    return jax.device_put(np.asarray(x, dtype=dtype))
 
 
 class CompiledCache:

@@ -18,7 +18,7 @@ from . import _dynamics as dyn
 from . import _kinematics as kin
 from ._errors import MbdjaxError
 from ._files import atomic_write
-from ._tracing import CompiledCache, is_concrete
+from ._tracing import CompiledCache, device_array, is_concrete
 
 _FORMAT = "mbdjax-trajectory/1"
 # network elements whose efforts are junction or constraint multipliers
@@ -136,11 +136,14 @@ class Trajectory(eqx.Module):
 
         if self.result is None:
             return True
+        if is_concrete(self.result):        # on the host: no program to compile
+            return device_array(np.asarray(self.result._value) == diffrax.RESULTS.successful._value, bool)
         return self.result == diffrax.RESULTS.successful
 
     def coordinate(self, name: str) -> jax.Array:
         """`(T,)` history of the coordinate `name`."""
-        return self.q[..., self._index(name)]
+        k = self._index(name)
+        return device_array(np.asarray(self.q)[..., k]) if is_concrete(self.q) else self.q[..., k]
 
     def velocity(self, name: str) -> jax.Array:
         """`(T,)` history of the velocity of coordinate `name`."""
@@ -307,9 +310,11 @@ class Trajectory(eqx.Module):
         """`(T,)` work done by applied forces, dampers and drivers since `t[0]` (J),
         the trapezoidal integral of `power()` over the output times."""
         P = self.power()
-        dt = jnp.diff(self.t, axis=-1)
-        steps = 0.5 * dt * (P[..., 1:] + P[..., :-1])
-        return jnp.concatenate([jnp.zeros_like(P[..., :1]), jnp.cumsum(steps, axis=-1)], axis=-1)
+        xp = np if is_concrete(P, self.t) else jnp      # on the host: no program to compile
+        P, t = (np.asarray(P), np.asarray(self.t)) if xp is np else (P, self.t)
+        steps = 0.5 * xp.diff(t, axis=-1) * (P[..., 1:] + P[..., :-1])
+        out = xp.concatenate([xp.zeros_like(P[..., :1]), xp.cumsum(steps, axis=-1)], axis=-1)
+        return device_array(out) if xp is np else out
 
     @_per_trajectory
     def reaction(self, joint: str):

@@ -22,6 +22,7 @@ import dataclasses
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .. import _dynamics as dyn
 from .. import _first_order as fo_
@@ -98,7 +99,7 @@ class Augmented(AbstractFormulation):
             return self
         diag = dyn.mass_diagonal(model, p)
         if is_concrete(diag):
-            return Augmented(schur=bool(jnp.all(diag > 0)), redundant=self.redundant)
+            return Augmented(schur=bool(np.all(np.asarray(diag) > 0)), redundant=self.redundant)
         # Traced parameters (grad, vmap, jit): decide from the model's own values, so a
         # structurally massless entry (a network's source edge) keeps the dense solve.
         with jax.ensure_compile_time_eval():

@@ -18,6 +18,7 @@ import jax.numpy as jnp
 
 from ..planar import Mechanism
 from .._initial import initial_conditions
+from .._tracing import device_array
 from ._example import Example
 
 R_CRANK = 0.1  # m
@@ -32,7 +33,7 @@ def slider_crank_configuration(theta, r=R_CRANK, L=L_ROD):
     w = math.sqrt(L * L - r * r * s * s)
     x = r * c + w
     beta = math.atan2(-r * s, w)
-    return jnp.array([0.0, 0.0, theta, 0.5 * (r * c + x), 0.5 * r * s, beta, x, 0.0, 0.0])
+    return device_array([0.0, 0.0, theta, 0.5 * (r * c + x), 0.5 * r * s, beta, x, 0.0, 0.0])
 
 
 def _mechanism():

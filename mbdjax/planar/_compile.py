@@ -23,6 +23,7 @@ from .._builder import call_problem, spring_damper_bounds
 from .._errors import ModelError
 from .._model import Model, sample_point
 from .._sparse import JacobianPattern
+from .._tracing import device_array
 from . import _forces as fe
 from ._geometry import cross, rotate
 from ._joints import COORDINATE_AXES, KINDS, JointKind
@@ -281,12 +282,12 @@ def _rows(X, idx):
 
 def default_params(mech):
     """The params pytree of a mechanism, named after its parts."""
-    params = {"gravity": jnp.asarray(mech._gravity)}
+    params = {"gravity": device_array(mech._gravity)}
     for name, mass, inertia in mech._bodies:
-        params[name] = {"mass": jnp.asarray(mass), "inertia": jnp.asarray(inertia)}
+        params[name] = {"mass": device_array(mass), "inertia": device_array(inertia)}
     for part in list(mech._joints) + list(mech._elements):
         if part.params:
-            params[part.name] = {k: jnp.asarray(v) for k, v in part.params.items()}
+            params[part.name] = {k: device_array(v) for k, v in part.params.items()}
     return params
 
 
@@ -295,7 +296,7 @@ def _check_user_functions(mech, params, layout):
     problems = []
     q = sample_point(layout.n)
     qd = sample_point(layout.n, scale=0.2, phase=0.4)
-    t = jnp.asarray(0.1)
+    t = device_array(0.1)
 
     def run(label, fn, args, shape, unit):
         problem = call_problem(label, fn, args, shape, unit)
