@@ -293,5 +293,26 @@ def main(argv=None):
         return 2
 
 
+def entry():
+    """The `mbdjax` command (and `python -m mbdjax`): `main`, then a quick exit.
+
+    Once the command has returned, its files are written and closed; what is left is
+    the interpreter's own teardown (JAX's runtime, thousands of objects), which took
+    0.4 s of the main job's 3 s. The exit handlers run (the compilation cache's bound
+    among them), the output streams are flushed, and the process ends with the
+    command's exit code without that teardown. An exception ends the normal way,
+    with its traceback."""
+    code = main()
+    import atexit
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code if isinstance(code, int) else 0)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    entry()

@@ -142,6 +142,11 @@ class JacobianPattern:
         m, n = self.shape
         return self._ext(vals)[self._dense_source].reshape(m, n)
 
+    def dense_on_host(self, vals):
+        """The `(m, n)` matrix as a NumPy array, from concrete `vals` (no program to
+        compile: the construction-time checks)."""
+        return np.append(np.asarray(vals, dtype=float), 0.0)[self._dense_source].reshape(self.shape)
+
     def matvec(self, vals, x):
         """`B x`, shape `(m,)`."""
         v = self._ext(vals)

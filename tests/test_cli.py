@@ -161,3 +161,23 @@ def test_a_long_call_is_announced_once_and_its_source_reported(capsys):
     with _CompileNotice("the simulation", after=5.0):    # a quick call prints nothing
         pass
     assert capsys.readouterr().out == ""
+
+
+def test_the_command_exits_with_its_code_and_complete_output(tmp_path):
+    """`python -m mbdjax` (the installed `mbdjax` command's entry) ends the process
+    right after the command, skipping the interpreter's teardown: the exit code is the
+    command's, everything printed arrives (the last line of `run`'s report), the files
+    are complete (the trajectory loads), and a usage error still says why on stderr."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "fb"
+    proc = subprocess.run([sys.executable, "-m", "mbdjax", "run", "four-bar", "--t1", "0.05", "--points", "3",
+                           "--out", str(out)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.rstrip().splitlines()[-1].startswith("  wrote trajectory.npz, summary.json")
+    assert mbd.Trajectory.load(out / "trajectory.npz").q.shape == (3, 9)
+    assert json.loads((out / "summary.json").read_text())["example"] == "four-bar"
+    bad = subprocess.run([sys.executable, "-m", "mbdjax", "check", "no-such-example"], capture_output=True,
+                         text=True, timeout=600)
+    assert bad.returncode == 2 and "no example named 'no-such-example'" in bad.stderr
