@@ -103,11 +103,15 @@ def folder():
 
 def key(name, values, statics):
     """The file key of a program: the example `name`, the arrays and objects it was
-    traced with (`values`, described by value) and the hashable settings (`statics`)."""
+    traced with (`values`, described by value) and the hashable settings (`statics`);
+    None when their description is not reproducible (an object printed with its
+    memory address): a fresh trace is cheaper than a key that never matches."""
+    described = _describe(values) + "|" + repr(statics)
+    if " at 0x" in described:
+        return None
     h = hashlib.sha256(_source_digest().encode())
     h.update(f"{name}|x64={jax.config.jax_enable_x64}|{jax.default_backend()}".encode())
-    h.update(_describe(values).encode())
-    h.update(repr(statics).encode())
+    h.update(described.encode())
     return h.hexdigest()[:40]
 
 
