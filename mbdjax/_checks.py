@@ -24,7 +24,7 @@ import numpy as np
 from . import _dynamics as dyn
 from . import _kinematics as kin
 from ._params import checked_params, nonfinite_entries
-from ._tracing import device_array
+from ._tracing import device_array, one_shot_filter_jit
 
 
 @dataclass(frozen=True)
@@ -173,7 +173,7 @@ def dependent_rows(B, names, rtol=1e-9):
     return tuple(names[k] for k in range(np.shape(B)[0]) if k not in kept)
 
 
-@eqx.filter_jit
+@one_shot_filter_jit
 def _at(model, q, t, p, qd):
     """`(B, max |Φ|, M)` at `(q, t)`, one compiled call instead of the operations of
     the Jacobian and mass matrix dispatched one by one (the model is static: a second
@@ -184,7 +184,7 @@ def _at(model, q, t, p, qd):
     return B, residual, dyn.mass_matrix(model, q, qd, t, p)
 
 
-@eqx.filter_jit
+@one_shot_filter_jit
 def _probe(model, q, t, p):
     """`(q', B(q'))`: `q` projected back onto `Φ = 0` (20 Gauss–Newton steps) and the
     constraint Jacobian there."""

@@ -49,7 +49,7 @@ import numpy as np
 from . import _dynamics as dyn
 from . import _kinematics as kin
 from ._errors import SimulationError
-from ._tracing import is_concrete
+from ._tracing import is_concrete, one_shot_filter_jit
 
 
 class FirstOrder(NamedTuple):
@@ -130,19 +130,19 @@ def first_order_structure(model, p, q0, t0):
 
 # The structural evaluations above as compiled programs (one each, kept in the
 # persistent compilation cache) rather than their operations dispatched one by one.
-@eqx.filter_jit
+@one_shot_filter_jit
 def _mass_matrix(model, q, t, p):
     return dyn.mass_matrix(model, q, jnp.zeros(model.n), t, p)
 
 
-@eqx.filter_jit
+@one_shot_filter_jit
 def _jacobian_and_damping(model, q, t, p):
     """`(B (m, n), ∂Q/∂q̇ (n, n))` at rest."""
     Qv = jax.jacfwd(lambda v: dyn.forcing(model, q, v, t, p))(jnp.zeros(model.n))
     return kin.constraint_jacobian(model, q, t, p), Qv
 
 
-@eqx.filter_jit
+@one_shot_filter_jit
 def _column_derivatives(model, q, t, p, cols):
     """`(∂B[:, cols]/∂q, ∂B[:, cols]/∂t)`: zero when those columns are constant."""
     dq = jax.jacfwd(lambda x: kin.constraint_jacobian(model, x, t, p)[:, cols])(q)
@@ -150,7 +150,7 @@ def _column_derivatives(model, q, t, p, cols):
     return dq, dt
 
 
-@eqx.filter_jit
+@one_shot_filter_jit
 def _loop_damping(model, fo, q, t, p):
     """`Wᵀ (∂Q/∂q̇) W (k, k)` at rest: singular when a massless loop has no resistance."""
     W = loop_basis(model, fo, kin.constraint_jacobian(model, q, t, p))

@@ -19,7 +19,7 @@ from ._checks import _rank, dependent_rows
 from ._errors import InitialConditionError
 from ._params import checked_params, nonfinite_entries
 from ._stabilization.projection import project_positions, project_velocities
-from ._tracing import device_array
+from ._tracing import device_array, one_shot_filter_jit
 from ._tracing import is_concrete as _concrete
 
 
@@ -140,13 +140,13 @@ def _rank_note(model, rank):
 
 # Compiled forms of the evaluations below (one program each, kept in the persistent
 # compilation cache) rather than their operations dispatched one by one.
-_holonomic_jacobian = eqx.filter_jit(kin.holonomic_jacobian)
-_constraint_jacobian = eqx.filter_jit(kin.constraint_jacobian)
-_velocity_rhs = eqx.filter_jit(kin.velocity_rhs)
-_project_velocities = eqx.filter_jit(project_velocities)
+_holonomic_jacobian = one_shot_filter_jit(kin.holonomic_jacobian)
+_constraint_jacobian = one_shot_filter_jit(kin.constraint_jacobian)
+_velocity_rhs = one_shot_filter_jit(kin.velocity_rhs)
+_project_velocities = one_shot_filter_jit(project_velocities)
 
 
-@eqx.filter_jit
+@one_shot_filter_jit
 def _newton(model, q_guess, idx, vals, t0, p, tol, max_iter, method="newton"):
     q_guess = q_guess.at[jnp.asarray(idx, dtype=int)].set(vals) if idx else q_guess
 
@@ -171,7 +171,7 @@ def _newton(model, q_guess, idx, vals, t0, p, tol, max_iter, method="newton"):
     return sol.value, residual(sol.value, None), sol.result == optx.RESULTS.successful
 
 
-@eqx.filter_jit
+@one_shot_filter_jit
 def _nearest(model, q_guess, t0, p, iterations):
     q = project_positions(model, q_guess, t0, p, iterations)
     return q, kin.holonomic(model, q, t0, p), jnp.asarray(True)

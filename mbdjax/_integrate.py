@@ -25,7 +25,7 @@ from ._runtime_checks import checked_on_host, collecting, first_failure
 from ._singular import singular_configuration_error
 from ._stabilization import resolve_stabilization
 from ._switching import switching_of
-from ._tracing import device_array, is_concrete
+from ._tracing import device_array, is_concrete, one_shot_filter_jit
 from ._trajectory import Trajectory
 
 _MESSAGES = (
@@ -380,7 +380,7 @@ def _check_options(solver, adjoint, rtol, atol, max_steps, drift_tol, t0, t1):
             raise SimulationError(f"simulate: {name} must be a scalar time in seconds, got {value!r}.")
 
 
-@eqx.filter_jit
+@one_shot_filter_jit
 def _start_residuals(model, q0, qd0, t0, p):
     return kin.holonomic(model, q0, t0, p), kin.velocity_residual(model, q0, qd0, t0, p)
 

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._errors import ModelError
-from ._tracing import device_array
+from ._tracing import device_array, one_shot_jit
 
 _INERTIA_KINDS = ("mass_matrix", "kinetic_energy", "mass_diagonal")
 
@@ -314,7 +314,7 @@ class Model(eqx.Module):
             return out
 
         try:
-            probed = jax.jit(probe)(q, qd, t, p)
+            probed = one_shot_jit(probe)(q, qd, t, p)
         except Exception:  # noqa: BLE001 - each function is tried alone below, and named
             probed = None
 
@@ -324,14 +324,14 @@ class Model(eqx.Module):
             # Compiled, as every use of the function will be, and a function that
             # cannot be traced is named here.
             try:
-                out = jax.jit(lambda *a: jnp.asarray(fn(*a)))(*args)
+                out = one_shot_jit(lambda *a: jnp.asarray(fn(*a)))(*args)
             except Exception as err:  # noqa: BLE001 - reported with context
                 problems.append(f"Model: `{label}` raised {type(err).__name__}: {_first_line(err)}{_advice(err, p)}")
                 return None
             return out
 
         def derivative(label, make, x):
-            return probed[label] if probed is not None else jax.jit(make())(x)
+            return probed[label] if probed is not None else one_shot_jit(make())(x)
 
         def expect(label, out, shape):
             if out is None:

@@ -35,10 +35,13 @@ import numpy as np
 
 from . import _kinematics as kin
 from ._checks import independent_rows
-from ._tracing import CompiledCache
+from ._tracing import CompiledCache, one_shot_filter_jit
 
 RANK_RTOL = 1e-9
 """Relative tolerance of the rank decision (the same as `mbdjax.check`)."""
+
+# B at the initial state, as one program compiled for a single use (`ONE_SHOT`)
+_constraint_jacobian = one_shot_filter_jit(kin.constraint_jacobian)
 
 
 class RowSelection(NamedTuple):
@@ -83,7 +86,7 @@ def select_rows(model, q, t, p, rtol=RANK_RTOL) -> RowSelection | None:
         return RowSelection((), (), ())
     for params in (p, model.params):
         try:
-            B = np.asarray(kin.constraint_jacobian(model, q, float(t), params), dtype=float)
+            B = np.asarray(_constraint_jacobian(model, q, float(t), params), dtype=float)
             break
         except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError, TypeError):
             B = None

@@ -2,6 +2,7 @@
 grad), and a small store of compiled functions keyed by the settings they depend on."""
 
 import collections
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -24,6 +25,44 @@ def device_array(x, dtype=float):
     if isinstance(x, jax.Array) and x.dtype == jnp.dtype(dtype) and not x.weak_type:
         return x            # (a weakly typed array would make a different program)
     return jax.device_put(np.asarray(x, dtype=dtype))
+
+
+#: XLA options for the small programs that run once per call on little data (a
+#: model's construction checks, the assembly, `check`, the start-up decisions of
+#: `simulate`, the per-time outputs): LLVM's optimisation level 0 compiles them in
+#: about half the time, and their run time (microseconds to milliseconds) does not
+#: matter. The simulation's own loop keeps XLA's default. JAX takes options for a
+#: top-level program only: called under an enclosing trace (the caller's `jit`,
+#: `grad`, `vmap`), these functions are plain `jit`s inlined into the caller's program.
+ONE_SHOT = {"xla_backend_optimization_level": 0}
+
+
+def _top_level():
+    """Whether no JAX trace is under way (a call here starts its own program)."""
+    from jax._src import core
+
+    clean = getattr(core, "trace_state_clean", None)
+    return clean is not None and clean()
+
+
+def _one_shot(plain, tuned, fun):
+    @functools.wraps(fun)
+    def call(*args, **kwargs):
+        return (tuned if _top_level() else plain)(*args, **kwargs)
+
+    return call
+
+
+def one_shot_jit(fun):
+    """`jax.jit(fun)`, compiled with `ONE_SHOT` when called at top level."""
+    return _one_shot(jax.jit(fun), jax.jit(fun, compiler_options=ONE_SHOT), fun)
+
+
+def one_shot_filter_jit(fun):
+    """`equinox.filter_jit(fun)`, compiled with `ONE_SHOT` when called at top level."""
+    import equinox as eqx
+
+    return _one_shot(eqx.filter_jit(fun), eqx.filter_jit(fun, compiler_options=ONE_SHOT), fun)
 
 
 class CompiledCache:

@@ -18,7 +18,7 @@ from . import _dynamics as dyn
 from . import _kinematics as kin
 from ._errors import MbdjaxError
 from ._files import atomic_write
-from ._tracing import CompiledCache, device_array, is_concrete
+from ._tracing import CompiledCache, device_array, is_concrete, one_shot_jit
 
 _FORMAT = "mbdjax-trajectory/1"
 # network elements whose efforts are junction or constraint multipliers
@@ -203,12 +203,12 @@ class Trajectory(eqx.Module):
 
         def build():
             if not moded:
-                return jax.jit(lambda p, *a: jax.vmap(lambda *ak: fn(*ak, p))(*a))
+                return one_shot_jit(lambda p, *a: jax.vmap(lambda *ak: fn(*ak, p))(*a))
 
             def with_modes(p, modes, *a):
                 return jax.vmap(lambda m, *ak: fn(*ak, switching.with_modes(p, m)))(modes, *a)
 
-            return jax.jit(with_modes)
+            return one_shot_jit(with_modes)
 
         # The same output of the same model (a call site's code and the objects its
         # closure holds) reuses its compiled function: an output asked for again (the
