@@ -301,7 +301,19 @@ def entry():
     0.4 s of the main job's 3 s. The exit handlers run (the compilation cache's bound
     among them), the output streams are flushed, and the process ends with the
     command's exit code without that teardown. An exception ends the normal way,
-    with its traceback."""
+    with its traceback.
+
+    `run`, `check` and `list` also run without Python's cyclic garbage collector:
+    tracing and lowering JAX programs allocates millions of short-lived objects, and
+    the collector's passes over everything JAX imported took 0.3–0.5 s of the main
+    job, while the memory it would reclaim from a bounded command is negligible
+    (peak 372 MB against 370 MB with it). `fit` and `sweep`, which may run for long,
+    keep it."""
+    command = next((a for a in sys.argv[1:] if not a.startswith("-")), None)
+    if command in ("run", "check", "list"):
+        import gc
+
+        gc.disable()
     code = main()
     import atexit
 
