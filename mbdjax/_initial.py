@@ -48,6 +48,8 @@ def _conditions(model, fix, needed, label, kind, rank_note=""):
             f"{len(fix) - needed}{rank_note}."
         )
     idx = tuple(model.index(k) for k in fix)
+    if _concrete(list(fix.values())):      # on the host: no program to compile
+        return idx, device_array(np.array([np.asarray(v, dtype=float) for v in fix.values()]).reshape(len(fix)))
     vals = jnp.stack([jnp.asarray(v, dtype=float) for v in fix.values()]) if fix else jnp.zeros((0,))
     return idx, vals
 
@@ -260,8 +262,9 @@ def initial_conditions(
         idx, vals = _conditions(model, fix_q, n - (r_h if redundant else model.m_h), "fix_q", "position",
                                 rank_note=_rank_note(model, r_h))
         if _concrete(q_guess, vals, p) and model.m_h:
-            qg = q_guess.at[jnp.asarray(idx, dtype=int)].set(vals) if idx else q_guess
-            J = np.asarray(_holonomic_jacobian(model, qg, t0, p))
+            qg = np.array(q_guess, dtype=float)
+            qg[list(idx)] = np.asarray(vals)
+            J = np.asarray(_holonomic_jacobian(model, device_array(qg), t0, p))
             stacked = np.vstack([J, _unit_rows(idx, n)])
             if _rank(np.linalg.svd(stacked, compute_uv=False), stacked.shape, 1e-9)[0] < n:
                 _raise_dependent(model, J, idx, "fix_q", "position")
@@ -311,11 +314,14 @@ def initial_conditions(
         "degrees of freedom, which is also accepted)")
     vidx, vvals = _conditions(model, fix_qd, n - (r_b if redundant else model.m), "fix_qd", "velocity",
                               rank_note=note)
-    E = jnp.asarray(_unit_rows(vidx, n))
-    K = jnp.concatenate([B, E], axis=0)
-    if _concrete(K):
-        if _rank(np.linalg.svd(np.asarray(K), compute_uv=False), K.shape, 1e-9)[0] < n:
+    if _concrete(B, vvals, q0, p):          # on the host: no program to compile
+        K = np.concatenate([np.asarray(B), _unit_rows(vidx, n)], axis=0)
+        if _rank(np.linalg.svd(K, compute_uv=False), K.shape, 1e-9)[0] < n:
             _raise_dependent(model, np.asarray(B), vidx, "fix_qd", "velocity")
+        rhs = np.concatenate([np.asarray(_velocity_rhs(model, q0, t0, p)), np.asarray(vvals)])
+        solved = np.linalg.lstsq(K, rhs, rcond=None)[0] if redundant else np.linalg.solve(K, rhs)
+        return q0, device_array(solved)
+    K = jnp.concatenate([B, jnp.asarray(_unit_rows(vidx, n))], axis=0)
     rhs = jnp.concatenate([_velocity_rhs(model, q0, t0, p), vvals])
     if redundant:  # consistent overdetermined system: least squares is exact
         return q0, jnp.linalg.lstsq(K, rhs)[0]

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..planar import Mechanism
+from .._tracing import device_array
 from ._example import Example
 
 GRAVITY = 9.81  # m/s²
@@ -158,8 +159,8 @@ def bricard(t1: float = 10.0, revolute_at_j5: bool = True) -> Example:
         mech.revolute("j5", "bar4", point(4, 5), tuple(Z[5]), "ground", tuple(J[5]), tuple(Z[5]))
     else:
         mech.universal("j5", "bar4", point(4, 5), tuple(J[5] - J[4]), "ground", tuple(J[5]), tuple(Z[5]))
-    q0 = jnp.asarray(np.array(q0))
+    q0 = device_array(np.array(q0))
     return Example("bricard" if revolute_at_j5 else "bricard-universal",
                    "Bricard 6R loop: five 1 m, 1 kg rods and ground on the edges of a unit cube, under "
                    "gravity from rest; overconstrained (Grübler 0, mobility 1, one redundant row).",
-                   mech.build(), q0, jnp.zeros_like(q0), float(t1), mech)
+                   mech.build(), q0, device_array(np.zeros(q0.shape)), float(t1), mech)

@@ -15,6 +15,7 @@ import numpy as np
 from .._builder import call_problem, spring_damper_bounds
 from .._errors import ModelError
 from .._model import Model, sample_point
+from .._tracing import device_array
 from . import _contact as ct
 from . import _forces as fe
 from ._bodies import GROUND, BodySlot, pose
@@ -33,12 +34,12 @@ def layout(mech):
 
 def default_params(mech):
     """The params pytree of a mechanism, named after its parts."""
-    params = {"gravity": jnp.asarray(mech._gravity)}
+    params = {"gravity": device_array(mech._gravity)}
     for name, mass, J, _ in mech._bodies:
-        params[name] = {"mass": jnp.asarray(mass), "inertia": jnp.asarray(J)}
+        params[name] = {"mass": device_array(mass), "inertia": device_array(J)}
     for part in list(mech._joints) + list(mech._contacts) + list(mech._elements):
         if part.params:
-            params[part.name] = {k: jnp.asarray(v) for k, v in part.params.items()}
+            params[part.name] = {k: device_array(v) for k, v in part.params.items()}
     return params
 
 
@@ -51,8 +52,14 @@ def generic_configuration(mech, slots, n):
         if slot.orientation == "euler313":
             q[s:s + 3] = (0.3, 1.1, -0.4)
         else:
-            q[s:s + 4] = np.asarray(rot.quaternion_from_euler313(jnp.array([0.3, 1.1, -0.4])))
-    return jnp.asarray(q)
+            q[s:s + 4] = _GENERIC_QUATERNION
+    return device_array(q)
+
+
+# The Euler parameters of the 3-1-3 angles (0.3, 1.1, −0.4) (`rot.quaternion_from_euler313`,
+# written out on the host: a constant needs no compiled program)
+_GENERIC_QUATERNION = np.array([np.cos(0.55) * np.cos(-0.05), np.sin(0.55) * np.cos(0.35),
+                                np.sin(0.55) * np.sin(0.35), np.cos(0.55) * np.sin(-0.05)])
 
 
 def _rows(mech, slots):
@@ -143,7 +150,7 @@ def _functions(mech, slots):
 def _check_user_functions(mech, params, q):
     problems = []
     qd = sample_point(q.shape[0], scale=0.2, phase=0.4)
-    t = jnp.asarray(0.1)
+    t = device_array(0.1)
     for e in mech._elements:
         if e.fn is None:
             continue
