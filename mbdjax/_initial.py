@@ -126,8 +126,9 @@ def _holonomic_rank(model, q_guess, fix, t0, p):
     for name, value in fix.items():
         if name in model.coordinates:
             q[model.index(name)] = float(value)
-    q, res, _ = _nearest(model, jnp.asarray(q), t0, p, 8)
-    if not np.all(np.isfinite(np.asarray(res))) or float(jnp.max(jnp.abs(res))) > 1e-8:
+    q, res, _ = _nearest(model, device_array(q), t0, p, 8)
+    res = np.asarray(res)
+    if not np.all(np.isfinite(res)) or float(np.max(np.abs(res), initial=0.0)) > 1e-8:
         return model.m_h
     J = np.asarray(_holonomic_jacobian(model, q, t0, p))
     return _rank(np.linalg.svd(J, compute_uv=False), J.shape, 1e-9)[0]

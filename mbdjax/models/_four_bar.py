@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import math
 
-import jax.numpy as jnp
 
 from ..planar import Mechanism
 from .._initial import initial_conditions
+from .._tracing import device_array
 from ._example import Example
 
 RHO = 2.0  # kg/m
@@ -33,7 +33,7 @@ def four_bar_configuration(theta, a=CRANK, b=COUPLER, c=ROCKER, d=GROUND):
     h = math.sqrt(b * b - along * along)
     ux, uy = ex / e, ey / e
     cx, cy = bx + along * ux - h * uy, by + along * uy + h * ux
-    return jnp.array([
+    return device_array([
         0.5 * bx, 0.5 * by, theta,
         0.5 * (bx + cx), 0.5 * (by + cy), math.atan2(cy - by, cx - bx),
         0.5 * (d + cx), 0.5 * cy, math.atan2(cy, cx - d),
@@ -134,7 +134,7 @@ def parallelogram_redundant() -> Example:
 
     def q_of_theta(theta):
         ux, uy = math.cos(theta), math.sin(theta)
-        return jnp.array([
+        return device_array([
             0.5 * a * ux, 0.5 * a * uy, theta,
             a * ux + 0.5 * d, a * uy, 0.0,
             d + 0.5 * a * ux, 0.5 * a * uy, theta,

@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._initial import initial_conditions
+from .._tracing import device_array
 from ..network import Network
 from ._example import Example
 from ._slider_crank import _mechanism, slider_crank_configuration
@@ -82,7 +83,7 @@ def dc_motor_crank(V=6.0, K=0.5, R=2.0, L=0.01) -> Example:
     net.dc_motor("dcm", "v", "ground", "shaft", K=K, R=R, L=L)
     model = net.build(mechanism=crank, attach={"shaft": "crank.phi"})
     theta0 = math.pi / 4
-    guess = jnp.concatenate([slider_crank_configuration(theta0), jnp.zeros(2)])
+    guess = device_array(np.concatenate([np.asarray(slider_crank_configuration(theta0)), np.zeros(2)]))
     q0, qd0 = initial_conditions(model, guess, fix_q={"crank.phi": theta0, "dcm.q": 0.0, "V.q": 0.0},
                                  fix_qd={"crank.phi": 0.0, "dcm.q": 0.0})
     return Example("dc-motor-crank", "DC motor (6 V, K = 0.5 N·m/A, 2 Ω, 10 mH) driving the slider-crank "
@@ -202,8 +203,10 @@ def stick_slip(m=1.0, k=10.0, v_belt=0.2, mu_s=0.6, mu_k=0.4, g=9.81, mode="exac
     net.coulomb_friction("fr", "x", "belt", mu_k=mu_k, mu_s=mu_s, normal=m * g, mode=mode,
                          velocity_scale=1e-3)
     model = net.build()
-    q0 = jnp.zeros(model.n)
-    qd0 = q0.at[model.index("x.x")].set(v_belt).at[model.index("belt.x")].set(v_belt)
+    q0 = np.zeros(model.n)
+    qd0 = q0.copy()
+    qd0[[model.index("x.x"), model.index("belt.x")]] = v_belt
+    q0, qd0 = device_array(q0), device_array(qd0)
     return Example("stick-slip", "Mass (1 kg) on a belt at 0.2 m/s held by a spring (10 N/m), Coulomb "
                    f"friction μ_s = 0.6, μ_k = 0.4 ({mode}).", model, q0, qd0, 12.0, net)
 
