@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 

@@ -20,7 +20,6 @@ from . import _contact as ct
 from . import _forces as fe
 from ._bodies import GROUND, BodySlot, pose
 from ._joints import KINDS
-from . import _rotations as rot
 
 
 def layout(mech):
