@@ -18,7 +18,7 @@ import numpy as np
 
 from ._errors import SimulationError
 from ._integrate import _failure_error, check_times, reporting, save_times, simulate
-from ._params import checked_params, nonfinite_entries
+from ._params import float_params, nonfinite_entries
 from ._runtime_checks import checked_on_host, first_failure
 from ._singular import singular_configuration_error
 from ._redundancy import select_rows
@@ -220,7 +220,7 @@ def _simulate_batch(model, q0, qd0, params, devices, simulate_kwargs):
     if bad:
         raise SimulationError("simulate_batch: non-finite input: " + "; ".join(bad) + ". Give finite values.")
     ref = jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype=float), model.params)
-    p = jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype=float), checked_params(model, params, "simulate_batch", batched=True))
+    p = float_params(model, params, "simulate_batch", batched=True)
     if jax.tree_util.tree_structure(p) != jax.tree_util.tree_structure(ref):
         raise SimulationError("simulate_batch: params must have the structure of model.params (the same nested "
                               f"keys); the model's parameters are {sorted(flatten_params(model.params))}.")

@@ -39,7 +39,7 @@ from importlib import metadata
 import jax
 import numpy as np
 
-FORMAT = 1
+FORMAT = 2
 SUBFOLDER = "mbdjax-exported"
 _PACKAGES = ("jax", "jaxlib", "diffrax", "equinox", "lineax", "optimistix")
 _state = {"digest": None}

@@ -30,7 +30,7 @@ import numpy as np
 
 from ._errors import MbdjaxError
 from ._integrate import simulate
-from ._params import checked_params, get_values, path_name, resolve_names, set_values
+from ._params import float_params, get_values, path_name, resolve_names, set_values
 from ._sensitivity import _output_function, initial_state
 from ._tracing import CompiledCache
 
@@ -250,7 +250,7 @@ def fit_loss(model, data, params0=None, *, free, outputs, q0, qd0, weights=None,
         >>> float(L(jnp.array([4.0]))) < 1e-12, float(jax.grad(L)(theta0)[0]) < 0.0
         (True, True)
     """
-    p0 = jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype=float), checked_params(model, params0, "fit_loss"))
+    p0 = float_params(model, params0, "fit_loss")
     paths = resolve_names(p0, free, "fit_loss")
     fn, labels = _output_function(model, outputs)
     t_data, y_data = load_data(data, labels)
@@ -412,7 +412,7 @@ def fit(model, data, params0=None, *, free: Sequence[str], outputs, q0, qd0, wei
     if "adjoint" in simulate_kwargs or "throw" in simulate_kwargs:
         raise MbdjaxError("fit: the adjoint and failure handling are chosen by the optimizer; do not pass "
                           "`adjoint=` or `throw=`.")
-    p0 = jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype=float), checked_params(model, params0, "fit"))
+    p0 = float_params(model, params0, "fit")
     paths = resolve_names(p0, free, "fit")
     names = tuple(path_name(p) for p in paths)
     fn, labels = _output_function(model, outputs)

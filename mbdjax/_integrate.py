@@ -18,7 +18,7 @@ from . import _kinematics as kin
 from ._errors import SimulationError
 from ._exported import example_name
 from ._formulation import resolve_formulation
-from ._params import checked_params, nonfinite_entries
+from ._params import float_params, nonfinite_entries
 from ._redundancy import expand, restrict, select_rows
 from ._rk import repr_solver
 from ._runtime_checks import checked_on_host, collecting, first_failure
@@ -213,7 +213,7 @@ def simulate(
             stacklevel=2,
         )
     # Every parameter leaf becomes an array so new values never trigger a recompile.
-    p = jax.tree_util.tree_map(device_array, checked_params(model, params, "simulate"))
+    p = float_params(model, params, "simulate")
     solver = diffrax.Tsit5() if solver is None else solver
     solver_name = repr_solver(solver)
     meter = progress_meter(progress)
@@ -489,9 +489,8 @@ def _simulate_exported(name, args):
                                             p, t0, t1, ts, rtol, atol, dt0, max_steps, drift_tol, throw, keys,
                                             on_host, meter)
             messages[:] = failure[1]
-            return ((traj.t, traj.q, traj.qd, traj.qdd, traj.result._value, traj.num_steps, failure[0]),
-                    {"lam": traj.lam, "u": traj.u, "partitions": traj.partitions, "modes": traj.modes,
-                     "switches": traj.switches, "stop": stop})
+            return ({name: getattr(traj, name) for name in Trajectory.COMPUTED}, traj.result._value,
+                    failure[0], stop)
 
         from jax import export
 
@@ -507,15 +506,10 @@ def _simulate_exported(name, args):
         _exported.store(where, k, *found)
     _EXPORTED[k] = found
     exported, info = found
-    (t, q, qd, qdd, result, steps, flags), extra = exported.call(*dynamic)
+    computed, result, flags, stop = exported.call(*dynamic)
     result = jax.tree_util.tree_structure(diffrax.RESULTS.successful).unflatten([result])
-    traj = Trajectory(
-        t=t, q=q, qd=qd, qdd=qdd, lam=extra["lam"], u=extra["u"], result=result, num_steps=steps, params=p,
-        model=model, coordinates=model.coordinates, constraint_names=model.constraint_names,
-        nonholonomic_names=model.nonholonomic_names, settings=keys, partitions=extra["partitions"],
-        modes=extra["modes"], switches=extra["switches"],
-    )
-    return traj, extra["stop"], (flags, tuple(info["messages"]))
+    traj = Trajectory.of_model(model, p, keys, result, **computed)
+    return traj, stop, (flags, tuple(info["messages"]))
 
 
 #: exported programs loaded in this process, by key
@@ -585,13 +579,8 @@ def _simulate(model, work, rows, formulation, stabilization, solver, adjoint, q0
         failure = (jnp.stack([c for c, _ in found]) if found else jnp.zeros((0,), bool),
                    tuple(message for _, message in found))
     stop = None if run.final is None else (jnp.asarray(run.rank_lost), run.final[0], run.final[1])
-    traj = Trajectory(
-        t=run.ts, q=q, qd=qd, qdd=qdd, lam=lam, u=u, result=run.result,
-        num_steps=run.num_steps, params=p, model=model,
-        coordinates=model.coordinates, constraint_names=model.constraint_names,
-        nonholonomic_names=model.nonholonomic_names, settings=settings,
-        partitions=run.partitions,
-        modes=run.aux if switching is not None else None,
-        switches=run.switches,
+    traj = Trajectory.of_model(
+        model, p, settings, run.result, t=run.ts, q=q, qd=qd, qdd=qdd, lam=lam, u=u, num_steps=run.num_steps,
+        partitions=run.partitions, modes=run.aux if switching is not None else None, switches=run.switches,
     )
     return traj, stop, failure

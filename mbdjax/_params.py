@@ -89,6 +89,15 @@ def set_values(params, paths, values):
     return params
 
 
+def float_params(model, params, who, batched=False):
+    """`checked_params`, its leaves as float arrays on the device (converted on the
+    host where concrete: `mbdjax._tracing.device_array`), as every entry point that
+    computes with them needs; new values then never make a new program."""
+    from ._tracing import device_array
+
+    return jax.tree_util.tree_map(device_array, checked_params(model, params, who, batched))
+
+
 def checked_params(model, params, who, batched=False):
     """`params` (or `model.params` when None) after checking it against the model's
     declared parameters: the same dotted names, and each leaf of the declared shape

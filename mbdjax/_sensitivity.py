@@ -20,7 +20,7 @@ import numpy as np
 
 from ._errors import MbdjaxError
 from ._integrate import simulate
-from ._params import checked_params, get_values, path_name, resolve_names, set_values
+from ._params import float_params, get_values, path_name, resolve_names, set_values
 
 #: Below this fraction of max |y| the relative sensitivity of an output is undefined.
 _RELATIVE_FLOOR = 1e-9
@@ -170,7 +170,7 @@ def sensitivity(model, q0, qd0, params=None, *, t, outputs, wrt: Sequence[str], 
         raise MbdjaxError(f"sensitivity: mode must be 'forward' or 'reverse', got {mode!r}.")
     if "adjoint" in simulate_kwargs:
         raise MbdjaxError("sensitivity: the adjoint follows `mode`; do not pass `adjoint=`.")
-    p0 = jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype=float), checked_params(model, params, "sensitivity"))
+    p0 = float_params(model, params, "sensitivity")
     paths = resolve_names(p0, wrt, "sensitivity")
     names = tuple(path_name(path) for path in paths)
     ts = jnp.asarray(t, dtype=float)

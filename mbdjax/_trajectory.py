@@ -128,6 +128,17 @@ class Trajectory(eqx.Module):
     modes: Any = None
     switches: Any = None
 
+    #: the fields a simulation computes (arrays or containers of arrays)
+    COMPUTED = ("t", "q", "qd", "qdd", "lam", "u", "num_steps", "partitions", "modes", "switches")
+
+    @classmethod
+    def of_model(cls, model, params, settings, result, **computed):
+        """The trajectory of `model` from a simulation's `computed` fields
+        (`COMPUTED`) and its diffrax `result`: names read from the model."""
+        return cls(result=result, params=params, model=model, coordinates=model.coordinates,
+                   constraint_names=model.constraint_names, nonholonomic_names=model.nonholonomic_names,
+                   settings=settings, **computed)
+
     # ------------------------------------------------------------ accessors
     @property
     def success(self):
