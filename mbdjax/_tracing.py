@@ -22,7 +22,8 @@ def device_array(x, dtype=float):
     array does not. Traced values pass through `jnp.asarray`."""
     if isinstance(x, jax.core.Tracer):
         return jnp.asarray(x, dtype=dtype)
-    if isinstance(x, jax.Array) and x.dtype == jnp.dtype(dtype) and not x.weak_type:
+    dtype = jax.dtypes.canonicalize_dtype(dtype)      # float32 where x64 is off, silently
+    if isinstance(x, jax.Array) and x.dtype == dtype and not x.weak_type:
         return x            # (a weakly typed array would make a different program)
     return jax.device_put(np.asarray(x, dtype=dtype))
 
