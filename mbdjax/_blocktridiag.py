@@ -115,6 +115,92 @@ def _inverse_times(A, R):
     return jnp.concatenate([(d * r0 - b * r1) * rdet, (a * r1 - b * r0) * rdet], axis=-2)
 
 
+def _small_factor(A):
+    """A factor of small SPD blocks `A (..., s, s)` for repeated `_small_apply`: the
+    blocks themselves for sizes 1 and 2 (closed form), else `small_cholesky`."""
+    return ("closed", A) if A.shape[-1] <= 2 else ("cholesky", small_cholesky(A))
+
+
+def _small_apply(factor, R):
+    """`A⁻¹ R` from `_small_factor(A)`; the same operations as `small_spd_solve`."""
+    kind, F = factor
+    return _inverse_times(F, R) if kind == "closed" else small_cholesky_solve(F, R)
+
+
+def _check_shapes(D, E, who):
+    k, s = D.shape[0], D.shape[-1]
+    if D.shape != (k, s, s) or E.shape != (max(k - 1, 0), s, s):
+        raise ValueError(
+            f"{who}: shapes D {D.shape}, E {E.shape} do not describe k blocks of size s "
+            f"(D (k, s, s), E (k-1, s, s))."
+        )
+    if s > MAX_BLOCK:
+        raise ValueError(f"{who}: block size {s} exceeds MAX_BLOCK = {MAX_BLOCK}.")
+
+
+def block_tridiagonal_factor(D, E):
+    """The block cyclic reduction of an SPD block-tridiagonal `S`, for solving with
+    several right sides (`block_tridiagonal_factor_solve`) at the cost of one
+    reduction: per level, the odd pivot blocks' factors and `D_odd⁻¹ [E_low, E_upᵀ]`;
+    then the last (reduced) diagonal block's factor.
+
+    Arguments as for `block_tridiagonal_solve`: `D (k, s, s)`, `E (k-1, s, s)`.
+    Returns a tuple of arrays and static sizes (a pytree; pass it on unchanged).
+    """
+    _check_shapes(D, E, "block_tridiagonal_factor")
+    k, s = D.shape[0], D.shape[-1]
+    dtype = jnp.result_type(D, E)
+    zero_block = jnp.zeros((1, s, s), dtype)
+    E = jnp.concatenate([E.astype(dtype), zero_block])  # E[k-1] = 0: nothing below the last block
+    D = D.astype(dtype)
+    levels = []
+    while k > 1:
+        if k % 2:
+            # An odd count gets a decoupled identity block (x = 0) so the levels stay uniform.
+            D = jnp.concatenate([D, jnp.eye(s, dtype=dtype)[None]])
+            E = jnp.concatenate([E, zero_block])
+            k += 1
+        low = E[0::2]         # odd block 2i+1 to even block 2i
+        up = _mT(E[1::2])     # odd block 2i+1 to even block 2i+2 (zero for the last)
+        pivot = _small_factor(D[1::2])
+        X = _small_apply(pivot, jnp.concatenate([low, up], axis=-1))
+        x_low, x_up = X[..., :s], X[..., s:]
+        low_t, up_t = _mT(low), _mT(up)
+        D = D[0::2] - _mm(low_t, x_low) - _from_previous(_mm(up_t, x_up))
+        E = -_mm(up_t, x_low)
+        levels.append((pivot, low_t, up_t, x_low, x_up, k))
+        k //= 2
+    return levels, _small_factor(D)
+
+
+def _from_previous(a):
+    # The even block 2i takes this term from odd block 2i-1 (none for i = 0).
+    return jnp.concatenate([jnp.zeros_like(a[:1]), a[:-1]])
+
+
+def block_tridiagonal_factor_solve(factor, r):
+    """`x` with `S x = r` from `block_tridiagonal_factor(D, E)`; `r (k, s)` → `x (k, s)`.
+    Costs a fraction of the reduction: small block solves and products with the
+    stored blocks, level by level."""
+    levels, last = factor
+    blocks, s = r.shape
+    r = r[..., None]
+    right = []
+    for pivot, low_t, up_t, _, _, count in levels:
+        if r.shape[0] < count:
+            r = jnp.concatenate([r, jnp.zeros((1, s, 1), r.dtype)])
+        x_r = _small_apply(pivot, r[1::2])
+        r = r[0::2] - _mm(low_t, x_r) - _from_previous(_mm(up_t, x_r))
+        right.append(x_r)
+    x = _small_apply(last, r)
+    for (_, _, _, x_low, x_up, count), x_r in zip(reversed(levels), reversed(right)):
+        even = x[: count // 2]
+        following = jnp.concatenate([even[1:], jnp.zeros_like(even[:1])])
+        odd = x_r - _mm(x_low, even) - _mm(x_up, following)
+        x = jnp.stack([even, odd], axis=1).reshape(count, s, 1)
+    return x[:blocks, :, 0]
+
+
 def block_tridiagonal_solve(D, E, r):
     """`x` with `S x = r` for an SPD block-tridiagonal `S`, by block cyclic reduction.
 
@@ -123,49 +209,12 @@ def block_tridiagonal_solve(D, E, r):
         E: `(k-1, s, s)` sub-diagonal blocks, `E[i] = S[i+1, i]`.
         r: `(k, s)` right side.
 
-    Returns `x (k, s)`. Block sizes up to `MAX_BLOCK`.
+    Returns `x (k, s)`. Block sizes up to `MAX_BLOCK`. One right side: the reduction
+    and the solve at once (`block_tridiagonal_factor` and
+    `block_tridiagonal_factor_solve`, whose common small solves XLA computes once).
     """
-    k, s = D.shape[0], D.shape[-1]
-    if D.shape != (k, s, s) or E.shape != (max(k - 1, 0), s, s) or r.shape != (k, s):
-        raise ValueError(
-            f"block_tridiagonal_solve: shapes D {D.shape}, E {E.shape}, r {r.shape} do not "
-            f"describe k blocks of size s (D (k, s, s), E (k-1, s, s), r (k, s))."
-        )
-    if s > MAX_BLOCK:
-        raise ValueError(f"block_tridiagonal_solve: block size {s} exceeds MAX_BLOCK = {MAX_BLOCK}.")
-    blocks = k
+    _check_shapes(D, E, "block_tridiagonal_solve")
+    if r.shape != D.shape[:2]:
+        raise ValueError(f"block_tridiagonal_solve: r has shape {r.shape}, expected {D.shape[:2]} (k, s).")
     dtype = jnp.result_type(D, E, r)
-    zero_block = jnp.zeros((1, s, s), dtype)
-    E = jnp.concatenate([E.astype(dtype), zero_block])  # E[k-1] = 0: nothing below the last block
-    r = r.astype(dtype)[..., None]
-    D = D.astype(dtype)
-    levels = []
-    while k > 1:
-        if k % 2:
-            # An odd count gets a decoupled identity block (x = 0) so the levels stay uniform.
-            D = jnp.concatenate([D, jnp.eye(s, dtype=dtype)[None]])
-            E = jnp.concatenate([E, zero_block])
-            r = jnp.concatenate([r, jnp.zeros((1, s, 1), dtype)])
-            k += 1
-        low = E[0::2]         # odd block 2i+1 to even block 2i
-        up = _mT(E[1::2])     # odd block 2i+1 to even block 2i+2 (zero for the last)
-        X = small_spd_solve(D[1::2], jnp.concatenate([low, up, r[1::2]], axis=-1))
-        x_low, x_up, x_r = X[..., :s], X[..., s : 2 * s], X[..., 2 * s :]
-        low_t, up_t = _mT(low), _mT(up)
-
-        def from_previous(a):
-            # The even block 2i takes this term from odd block 2i-1 (none for i = 0).
-            return jnp.concatenate([jnp.zeros_like(a[:1]), a[:-1]])
-
-        D = D[0::2] - _mm(low_t, x_low) - from_previous(_mm(up_t, x_up))
-        r_even = r[0::2] - _mm(low_t, x_r) - from_previous(_mm(up_t, x_r))
-        E = -_mm(up_t, x_low)
-        levels.append((x_low, x_up, x_r, k))
-        r, k = r_even, k // 2
-    x = small_spd_solve(D, r)
-    for x_low, x_up, x_r, count in reversed(levels):
-        even = x[: count // 2]
-        following = jnp.concatenate([even[1:], jnp.zeros_like(even[:1])])
-        odd = x_r - _mm(x_low, even) - _mm(x_up, following)
-        x = jnp.stack([even, odd], axis=1).reshape(count, s, 1)
-    return x[:blocks, :, 0]
+    return block_tridiagonal_factor_solve(block_tridiagonal_factor(D, E), r.astype(dtype))

@@ -58,6 +58,18 @@ def _solve(factor, S, r, fallback):
     return jax.lax.cond(good, chol, lambda _: jnp.linalg.lstsq(S, r)[0], None)
 
 
+def spd_factor(S):
+    """A Cholesky factorization of an SPD `S (m, m)` (rows known to be independent: no
+    least-squares fallback), for several `spd_factor_solve` at the cost of one."""
+    return _factor(S, False)
+
+
+def spd_factor_solve(factor, r):
+    """`S⁻¹ r` from `spd_factor(S)`; `r (m,)` or `(m, k)`. Derivatives are those of the
+    operations (the factorization's included)."""
+    return _solve(factor, None, r, False)
+
+
 @functools.partial(jax.custom_jvp, nondiff_argnums=(2,))
 def spd_solve(S, r, fallback=False):
     """`x = S⁻¹ r` for a symmetric positive definite `S (m, m)`, `r (m,)` or `(m, k)`.

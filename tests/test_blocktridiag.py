@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from mbdjax._blocktridiag import block_tridiagonal_solve, small_spd_solve
+from mbdjax._blocktridiag import (block_tridiagonal_factor, block_tridiagonal_factor_solve,
+                                  block_tridiagonal_solve, small_spd_solve)
 from mbdjax._sparse import JacobianPattern
 
 
@@ -44,6 +45,24 @@ def test_cyclic_reduction_matches_dense_solve(k, s, seed):
     r = rng.standard_normal(k * s)
     x = solve(jnp.asarray(D), jnp.asarray(E), jnp.asarray(r).reshape(k, s))
     np.testing.assert_allclose(np.asarray(x).reshape(-1), np.linalg.solve(A, r), rtol=0, atol=1e-12)
+
+
+@jax.jit
+def _factor_then_solve(D, E, R):
+    factor = block_tridiagonal_factor(D, E)
+    return jnp.stack([block_tridiagonal_factor_solve(factor, r) for r in R])
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(1, 11), st.integers(1, 4), st.integers(0, 2**31 - 1))
+def test_one_reduction_serves_several_right_sides(k, s, seed):
+    """`block_tridiagonal_factor` once, then three right sides (as the projection's
+    Newton steps use it), each against NumPy's dense solve (round-off, 1e-12)."""
+    rng = np.random.default_rng(seed)
+    A, D, E = random_block_tridiagonal(k, s, rng)
+    R = rng.standard_normal((3, k * s))
+    X = _factor_then_solve(jnp.asarray(D), jnp.asarray(E), jnp.asarray(R).reshape(3, k, s))
+    np.testing.assert_allclose(np.asarray(X).reshape(3, -1), np.linalg.solve(A, R.T).T, rtol=0, atol=1e-12)
 
 
 def test_small_spd_solve_batches():
