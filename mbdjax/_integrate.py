@@ -25,7 +25,7 @@ from ._runtime_checks import checked_on_host, collecting, first_failure
 from ._singular import singular_configuration_error
 from ._stabilization import resolve_stabilization
 from ._switching import switching_of
-from ._tracing import device_array, is_concrete, one_shot_filter_jit
+from ._tracing import device_array, is_concrete, one_shot_filter_jit, top_level
 from ._trajectory import Trajectory
 
 _MESSAGES = (
@@ -275,7 +275,7 @@ def simulate(
     # no callback, so the persistent compilation cache can keep it); under an
     # enclosing trace they stay in-graph checks (`_runtime_checks`).
     report = _REPORT.get()
-    on_host = bool(throw) and (report is not None or is_concrete(q0, qd0, p, t0, t1, ts))
+    on_host = bool(throw) and (report is not None or (is_concrete(q0, qd0, p, t0, t1, ts) and top_level()))
     if on_host and report is None:
         check_times(t0, t1, ts, dt0)
     # The tolerances and the first (or fixed) step enter the compiled program as values,

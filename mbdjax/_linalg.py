@@ -64,10 +64,25 @@ def spd_factor(S):
     return _factor(S, False)
 
 
-def spd_factor_solve(factor, r):
-    """`S⁻¹ r` from `spd_factor(S)`; `r (m,)` or `(m, k)`. Derivatives are those of the
-    operations (the factorization's included)."""
-    return _solve(factor, None, r, False)
+def spd_factor_solve(factor, S, r):
+    """`S⁻¹ r` from `factor = spd_factor(S)`; `r (m,)` or `(m, k)`. Derivatives, as for
+    `spd_solve`, are those of the solve, `dx = S⁻¹(dr − dS x)` with the same factor:
+    not through the factorization, whose tangent is never formed."""
+    kind, F = factor
+    return _factor_solve(kind, F, S, r)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def _factor_solve(kind, F, S, r):
+    return _solve((kind, F), S, r, False)
+
+
+@_factor_solve.defjvp
+def _factor_solve_jvp(kind, primals, tangents):
+    F, S, r = primals
+    _, dS, dr = tangents
+    x = _solve((kind, F), S, r, False)
+    return x, _solve((kind, F), S, dr - dS @ x, False)
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(2,))

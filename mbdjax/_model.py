@@ -439,7 +439,9 @@ class Model(eqx.Module):
         `singularity_tol` of `q` (concrete values; empty when none or no `singularity`)."""
         if self.singularity_fn is None:
             return []
-        margins = np.abs(np.asarray(self.singularity_fn(jnp.asarray(q, dtype=float))))
+        # evaluated now, also inside an enclosing trace (concrete `q`, traced parameters)
+        with jax.ensure_compile_time_eval():
+            margins = np.abs(np.asarray(self.singularity_fn(jnp.asarray(q, dtype=float))))
         return [(nm, float(v)) for nm, v in zip(self.singularity_names, margins) if not v >= self.singularity_tol]
 
     # ------------------------------------------------------------------ sizes

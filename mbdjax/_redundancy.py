@@ -86,7 +86,9 @@ def select_rows(model, q, t, p, rtol=RANK_RTOL) -> RowSelection | None:
         return RowSelection((), (), ())
     for params in (p, model.params):
         try:
-            B = np.asarray(_constraint_jacobian(model, q, float(t), params), dtype=float)
+            # evaluated now, also inside an enclosing trace (concrete q and t)
+            with jax.ensure_compile_time_eval():
+                B = np.asarray(_constraint_jacobian(model, q, float(t), params), dtype=float)
             break
         except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError, TypeError):
             B = None

@@ -19,13 +19,18 @@ def device_array(x, dtype=float):
     """`x` as a JAX array on the default device, converted on the host: `jnp.asarray`
     of host data compiles a small conversion program per shape (traced, lowered and
     looked up in the compilation cache, in every process), `device_put` of a NumPy
-    array does not. Traced values pass through `jnp.asarray`."""
+    array does not. Traced values pass through `jnp.asarray`; host values stay concrete
+    under an enclosing trace, so the host-side decisions of the callers still see
+    numbers."""
     if isinstance(x, jax.core.Tracer):
         return jnp.asarray(x, dtype=dtype)
     dtype = jax.dtypes.canonicalize_dtype(dtype)      # float32 where x64 is off, silently
     if isinstance(x, jax.Array) and x.dtype == dtype and not x.weak_type:
         return x            # (a weakly typed array would make a different program)
-    return jax.device_put(np.asarray(x, dtype=dtype))
+    # concrete also inside an enclosing trace (under a caller's jit, device_put of host
+    # data would be staged into the caller's program, and nothing about it readable)
+    with jax.ensure_compile_time_eval():
+        return jax.device_put(np.asarray(x, dtype=dtype))
 
 
 #: XLA options for the small programs that run once per call on little data (a
@@ -38,7 +43,7 @@ def device_array(x, dtype=float):
 ONE_SHOT = {"xla_backend_optimization_level": 0}
 
 
-def _top_level():
+def top_level():
     """Whether no JAX trace is under way (a call here starts its own program)."""
     from jax._src import core
 
@@ -49,7 +54,7 @@ def _top_level():
 def _one_shot(plain, tuned, fun):
     @functools.wraps(fun)
     def call(*args, **kwargs):
-        return (tuned if _top_level() else plain)(*args, **kwargs)
+        return (tuned if top_level() else plain)(*args, **kwargs)
 
     return call
 

@@ -135,7 +135,9 @@ class AbstractFormulation(eqx.Module):
         # formulations not defined there, configurations where B loses rank are watched
         # at every step, not only at the output times.
         event = singularity_event(model, model.n)
-        watch = self.watches_rank and model.m > 0 and isinstance(settings[2], diffrax.PIDController)
+        # (not with the continuous adjoint, which cannot save the final state apart)
+        watch = (self.watches_rank and model.m > 0 and isinstance(settings[2], diffrax.PIDController)
+                 and not isinstance(settings[1], diffrax.BacksolveAdjoint))
         if watch:
             settings = settings[:2] + (SingularityGuard(settings[2], model),) + settings[3:]
         sol = solve(vector_field, project if self.projects(stabilization) else None, settings, t0, t1, y0, p, ts,

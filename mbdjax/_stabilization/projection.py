@@ -99,13 +99,13 @@ class _Gram:
         self.sparse = _uses_pattern(model, True)
         self.J = self.jacobian(q, t, p)
         pat = model.jacobian_pattern
-        if not self.sparse:
-            self.blocks, self.factor = None, spd_factor(self.J @ self.J.T)
-        else:
+        self.blocks = pat.schur_block_size if self.sparse else None
+        if self.blocks is not None:
             ones = jnp.ones(model.n, dtype=self.J.dtype)
-            self.blocks = pat.schur_block_size
-            self.factor = (spd_factor(pat.schur(self.J, ones)) if self.blocks is None
-                           else block_tridiagonal_factor(*pat.schur_blocks(self.J, ones)))
+            self.factor = block_tridiagonal_factor(*pat.schur_blocks(self.J, ones))
+        else:
+            self.G = pat.schur(self.J, jnp.ones(model.n, dtype=self.J.dtype)) if self.sparse else self.J @ self.J.T
+            self.factor = spd_factor(self.G)
 
     def jacobian(self, q, t, p):
         """`Φ_q` at `q`: dense, or the pattern's nonzeros."""
@@ -119,7 +119,7 @@ class _Gram:
     def solve(self, r):
         """`G⁻¹ r`, `r (m_h,)`, from the factorization at construction."""
         if self.blocks is None:
-            return spd_factor_solve(self.factor, r)
+            return spd_factor_solve(self.factor, self.G, r)
         m, s = r.shape[0], self.blocks
         k = -(-m // s)
         padded = jnp.concatenate([r, jnp.zeros((k * s - m,), dtype=r.dtype)]).reshape(k, s)
