@@ -29,6 +29,7 @@ pivot), as LAPACK's Cholesky does, which a simulation's NaN check then reports.
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 
 MAX_BLOCK = 6
@@ -201,6 +202,19 @@ def block_tridiagonal_factor_solve(factor, r):
     return x[:blocks, :, 0]
 
 
+def block_tridiagonal_matvec(D, E, x):
+    """`S x` for the block-tridiagonal `S` with diagonal blocks `D (k, s, s)` (both
+    triangles read: pass full blocks) and sub-diagonal blocks `E (k-1, s, s)`;
+    `x (k, s)`."""
+    y = jnp.sum(D * x[:, None, :], axis=-1)
+    if E.shape[0]:
+        below = jnp.sum(E * x[:-1, None, :], axis=-1)                   # E[i] x[i] into row i+1
+        above = jnp.sum(_mT(E) * x[1:, None, :], axis=-1)                # E[i]ᵀ x[i+1] into row i
+        y = y + jnp.concatenate([jnp.zeros_like(x[:1]), below]) + jnp.concatenate([above, jnp.zeros_like(x[:1])])
+    return y
+
+
+@jax.custom_jvp
 def block_tridiagonal_solve(D, E, r):
     """`x` with `S x = r` for an SPD block-tridiagonal `S`, by block cyclic reduction.
 
@@ -212,9 +226,26 @@ def block_tridiagonal_solve(D, E, r):
     Returns `x (k, s)`. Block sizes up to `MAX_BLOCK`. One right side: the reduction
     and the solve at once (`block_tridiagonal_factor` and
     `block_tridiagonal_factor_solve`, whose common small solves XLA computes once).
+
+    Derivatives, forward and reverse, are those of the solve, `dx = S⁻¹(dr − dS x)`,
+    with the reduction of the primal reused: a tangent (or a cotangent) costs one more
+    solve with the stored blocks, not a pass through the reduction itself.
     """
     _check_shapes(D, E, "block_tridiagonal_solve")
     if r.shape != D.shape[:2]:
         raise ValueError(f"block_tridiagonal_solve: r has shape {r.shape}, expected {D.shape[:2]} (k, s).")
     dtype = jnp.result_type(D, E, r)
     return block_tridiagonal_factor_solve(block_tridiagonal_factor(D, E), r.astype(dtype))
+
+
+@block_tridiagonal_solve.defjvp
+def _block_tridiagonal_solve_jvp(primals, tangents):
+    D, E, r = primals
+    dD, dE, dr = tangents
+    dtype = jnp.result_type(D, E, r)
+    factor = block_tridiagonal_factor(D, E)
+    x = block_tridiagonal_factor_solve(factor, r.astype(dtype))
+    # only the lower triangles of the diagonal blocks are read: symmetrize their tangent
+    lower = jnp.tril(dD)
+    dD_full = lower + _mT(jnp.tril(dD, -1))
+    return x, block_tridiagonal_factor_solve(factor, (dr - block_tridiagonal_matvec(dD_full, dE, x)).astype(dtype))

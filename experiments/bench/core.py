@@ -1,15 +1,18 @@
 """Benchmark: mbdjax against a hand-written NumPy + SciPy implementation.
 
 Both sides integrate the same augmented (Lagrange multiplier) equations
-(THEORY §2, §5) for the same systems at the same tolerances (rtol 1e-8, atol 1e-10),
-without constraint stabilization:
+(THEORY §2, §5) for the same systems at the same tolerances (rtol 1e-8, atol 1e-10):
 
 - baseline: ``baseline_numpy`` (analytic Φ_q and γ, dense ``numpy.linalg.solve`` of the
-  augmented matrix per RHS call, ``scipy.integrate.solve_ivp(method="RK45")``);
-- mbdjax: ``mbdjax.simulate(model, q0, qd0, t1, stabilization="none", saveat=2, ...)``
+  augmented matrix per RHS call, ``scipy.integrate.solve_ivp(method="RK45")``), without
+  constraint stabilization;
+- mbdjax: ``mbdjax.simulate(model, q0, qd0, t1, stabilization=S, saveat=2, ...)``
   (jit-compiled diffrax loop; default solver Tsit5; ``--solver`` takes several of
   tsit5, dopri5 (the same Dormand–Prince pair as SciPy's RK45), dopri8, and
-  ``unrolled-X`` = ``mbdjax.UnrolledRK(X)``, each timed against the same baseline run).
+  ``unrolled-X`` = ``mbdjax.UnrolledRK(X)``, each timed against the same baseline run),
+  with each stabilization S of ``--stabilization``: by default ``projection`` (what a
+  user gets: the targets hold for it) and ``none`` (the baseline's own equations, to
+  compare like for like).
 
 Systems: the N-link pendulum chain (N = 2, 5, 10, 20, ``mbdjax.models.pendulum_chain``),
 the zoo's free slider-crank (``mbdjax.models.slider_crank(driven=False)``: damped motor
@@ -196,11 +199,11 @@ def baseline_call(mech, q0, qd0, t1):
     return res
 
 
-def mbdjax_call(ex, t1, solver):
+def mbdjax_call(ex, t1, solver, stabilization="projection"):
     """One blocking ``mbdjax.simulate`` call; returns ``(trajectory, seconds)``."""
     start = time.perf_counter()
     traj = mbdjax.simulate(
-        ex.model, ex.q0, ex.qd0, t1=t1, stabilization="none", saveat=2,
+        ex.model, ex.q0, ex.qd0, t1=t1, stabilization=stabilization, saveat=2,
         rtol=RTOL, atol=ATOL, drift_tol=None, solver=solver,
     )
     jax.block_until_ready(traj)
@@ -216,12 +219,12 @@ def run_interleaved(ex, mech, q0b, qd0b, t1, solvers, repeat):
     (*paired*): a slow spell then slows both sides of the same pair.
     Returns ``(best baseline result, {solver: (trajectory, compile_s, best_s, paired)})``.
     """
-    first = {name: mbdjax_call(ex, t1, solver) for name, solver in solvers.items()}
+    first = {name: mbdjax_call(ex, t1, *spec) for name, spec in solvers.items()}
     base_runs, runs = [], {name: [] for name in solvers}
     for _ in range(repeat):
         base_runs.append(baseline_call(mech, q0b, qd0b, t1))
-        for name, solver in solvers.items():
-            runs[name].append(mbdjax_call(ex, t1, solver))
+        for name, spec in solvers.items():
+            runs[name].append(mbdjax_call(ex, t1, *spec))
     base = min(base_runs, key=lambda r: r.wall)
     out = {}
     for name in solvers:
@@ -370,6 +373,10 @@ def main(argv=None):
     ap.add_argument("--solver", choices=SOLVERS, nargs="+", default=["tsit5"],
                     help="mbdjax solvers, each timed against the same baseline run "
                          "(default tsit5 = mbdjax's default)")
+    ap.add_argument("--stabilization", choices=("projection", "none", "baumgarte"), nargs="+",
+                    default=["projection", "none"],
+                    help="mbdjax stabilizations, each with every solver (default: projection, "
+                         "mbdjax's default, and none, the baseline's equations)")
     ap.add_argument("--repeat", type=int, default=3, help="baseline and mbdjax runs to take the best of")
     ap.add_argument("--N", type=int, nargs="+", default=None, help="chain sizes (default 2 5 10 20)")
     ap.add_argument("--profile", action="store_true", help="also time the pieces of one mbdjax RHS call")
@@ -379,9 +386,9 @@ def main(argv=None):
     Ns = args.N or ((2, 5) if args.quick else (2, 5, 10, 20))
     t1 = 2.0 if args.quick else 10.0
     t_cmp = 1.0
-    solvers = {name: make_solver(name) for name in args.solver}
+    solvers = {f"{name} ({stab})": (make_solver(name), stab) for name in args.solver for stab in args.stabilization}
     print(f"machine: {cpu_model()}; {machine_line()}")
-    print(f"models: mbdjax.models (+ the slender-link slider-crank via mbdjax.planar); mbdjax solvers: {', '.join(args.solver)}; baseline: solve_ivp RK45; "
+    print(f"models: mbdjax.models (+ the slender-link slider-crank via mbdjax.planar); mbdjax solvers: {', '.join(solvers)}; baseline: solve_ivp RK45; "
           f"rtol={RTOL:g}, atol={ATOL:g}, t1={t1:g} s")
     bl.self_check(verbose=True)
 
@@ -395,11 +402,11 @@ def main(argv=None):
 
         base, results = run_interleaved(ex, mech, q0b, qd0b, t1, solvers, args.repeat)
         base_1 = bl.simulate(mech, q0b, qd0b, t1=t_cmp, rtol=RTOL, atol=ATOL, saveat=2)
-        for sname, solver in solvers.items():
+        for sname, spec in solvers.items():
             traj, compile_s, run_s, paired = results[sname]
             steps = int(traj.num_steps)
             # Accuracy: separate runs to t = 1 s, and the end states of the timed runs.
-            traj_1, _ = mbdjax_call(ex, t_cmp, solver)
+            traj_1, _ = mbdjax_call(ex, t_cmp, *spec)
             d1 = float(np.max(np.abs(np.asarray(traj_1.q[-1])[perm] - base_1.q[-1])))
             dT = float(np.max(np.abs(np.asarray(traj.q[-1])[perm] - base.q[-1])))
             drift = float(np.max(np.abs(np.asarray(ex.model.holonomic_constraints(traj.q[-1])))))
@@ -429,8 +436,8 @@ def main(argv=None):
         fh.write(f"- date: {time.strftime('%Y-%m-%d %H:%M')}\n- machine: {cpu_model()}; {machine_line()}\n")
         fh.write("- models: `mbdjax.models.pendulum_chain(N)`, `mbdjax.models.slider_crank(driven=False)`, "
                  "and the slender-link slider-crank built with `mbdjax.planar` (`core.slender_slider_crank`)\n")
-        fh.write(f"- mbdjax solvers: {', '.join(args.solver)} (diffrax PID controller; unrolled-X = "
-                 "`mbdjax.UnrolledRK(X)`); "
+        fh.write(f"- mbdjax solvers (stabilization): {', '.join(solvers)} (diffrax PID controller; unrolled-X = "
+                 "`mbdjax.UnrolledRK(X)`; projection is mbdjax's default); "
                  f"baseline: solve_ivp RK45; rtol={RTOL:g}, atol={ATOL:g}, no stabilization, "
                  f"t1 = {t1:g} s, best of {args.repeat}\n\n")
         fh.write(table + "\n\n")
