@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._errors import ModelError
-from ._tracing import device_array, one_shot_jit
+from ._tracing import concrete_evaluation, device_array, one_shot_jit
 
 _INERTIA_KINDS = ("mass_matrix", "kinetic_energy", "mass_diagonal")
 
@@ -439,8 +439,7 @@ class Model(eqx.Module):
         `singularity_tol` of `q` (concrete values; empty when none or no `singularity`)."""
         if self.singularity_fn is None:
             return []
-        # evaluated now, also inside an enclosing trace (concrete `q`, traced parameters)
-        with jax.ensure_compile_time_eval():
+        with concrete_evaluation():
             margins = np.abs(np.asarray(self.singularity_fn(jnp.asarray(q, dtype=float))))
         return [(nm, float(v)) for nm, v in zip(self.singularity_names, margins) if not v >= self.singularity_tol]
 

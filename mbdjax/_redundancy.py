@@ -35,7 +35,7 @@ import numpy as np
 
 from . import _kinematics as kin
 from ._checks import independent_rows
-from ._tracing import CompiledCache, one_shot_filter_jit
+from ._tracing import CompiledCache, concrete_evaluation, one_shot_filter_jit
 
 RANK_RTOL = 1e-9
 """Relative tolerance of the rank decision (the same as `mbdjax.check`)."""
@@ -86,8 +86,7 @@ def select_rows(model, q, t, p, rtol=RANK_RTOL) -> RowSelection | None:
         return RowSelection((), (), ())
     for params in (p, model.params):
         try:
-            # evaluated now, also inside an enclosing trace (concrete q and t)
-            with jax.ensure_compile_time_eval():
+            with concrete_evaluation():
                 B = np.asarray(_constraint_jacobian(model, q, float(t), params), dtype=float)
             break
         except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError, TypeError):

@@ -2,6 +2,7 @@
 grad), and a small store of compiled functions keyed by the settings they depend on."""
 
 import collections
+import contextlib
 import functools
 
 import jax
@@ -29,7 +30,7 @@ def device_array(x, dtype=float):
         return x            # (a weakly typed array would make a different program)
     # concrete also inside an enclosing trace (under a caller's jit, device_put of host
     # data would be staged into the caller's program, and nothing about it readable)
-    with jax.ensure_compile_time_eval():
+    with concrete_evaluation():
         return jax.device_put(np.asarray(x, dtype=dtype))
 
 
@@ -41,6 +42,14 @@ def device_array(x, dtype=float):
 #: top-level program only: called under an enclosing trace (the caller's `jit`,
 #: `grad`, `vmap`), these functions are plain `jit`s inlined into the caller's program.
 ONE_SHOT = {"xla_backend_optimization_level": 0}
+
+
+def concrete_evaluation():
+    """A context in which JAX operations on concrete values give concrete values also
+    under an enclosing trace (a caller's `jit` or `grad`: `jax.ensure_compile_time_eval`,
+    which evaluates operation by operation), so host-side decisions can read them; at
+    the top level nothing changes, and compiled functions run as compiled programs."""
+    return contextlib.nullcontext() if top_level() else jax.ensure_compile_time_eval()
 
 
 def top_level():
