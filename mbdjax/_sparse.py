@@ -20,7 +20,7 @@ from collections import defaultdict
 import jax.numpy as jnp
 import numpy as np
 
-from ._blocktridiag import block_tridiagonal_solve
+from ._blocktridiag import block_tridiagonal_factor, block_tridiagonal_factor_solve, block_tridiagonal_solve
 
 
 def _block_size(keys, m):
@@ -198,7 +198,22 @@ class JacobianPattern:
         by block cyclic reduction; `rhs (m,)`. NaN where a pivot block is not positive
         definite (dependent rows make it singular: check before relying on it)."""
         D, E = self.schur_blocks(vals, w)
-        k, size = D.shape[0], D.shape[-1]
-        m = self.shape[0]
-        r = jnp.concatenate([rhs, jnp.zeros((k * size - m,), dtype=rhs.dtype)]).reshape(k, size)
-        return block_tridiagonal_solve(D, E, r).reshape(-1)[:m]
+        return self._unblocked(block_tridiagonal_solve(D, E, self._blocked(rhs)))
+
+    def block_schur_factor(self, vals, w):
+        """The block cyclic reduction of `B diag(w) Bᵀ`, for several
+        `block_schur_factor_solve` at the cost of one reduction."""
+        return block_tridiagonal_factor(*self.schur_blocks(vals, w))
+
+    def block_schur_factor_solve(self, factor, rhs):
+        """`(B diag(w) Bᵀ)⁻¹ rhs` from `block_schur_factor(vals, w)`; `rhs (m,)`."""
+        return self._unblocked(block_tridiagonal_factor_solve(factor, self._blocked(rhs)))
+
+    def _blocked(self, rhs):
+        """`rhs (m,)` as `(k, s)` blocks of `schur_block_size`, zero-padded."""
+        s, m = self.schur_block_size, self.shape[0]
+        k = -(-m // s)
+        return jnp.concatenate([rhs, jnp.zeros((k * s - m,), dtype=rhs.dtype)]).reshape(k, s)
+
+    def _unblocked(self, x):
+        return x.reshape(-1)[: self.shape[0]]

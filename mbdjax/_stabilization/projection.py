@@ -9,7 +9,6 @@ import jax
 import jax.numpy as jnp
 
 from .. import _kinematics as kin
-from .._blocktridiag import block_tridiagonal_factor, block_tridiagonal_factor_solve
 from .._linalg import spd_factor, spd_factor_solve, spd_solve
 from .base import AbstractStabilization
 
@@ -105,35 +104,24 @@ class _Gram:
     reduction for a serial chain's block-tridiagonal `G`). Used inside one trace."""
 
     def __init__(self, model, q, t, p):
-        self.model = model
-        self.sparse = _uses_pattern(model, True)
-        self.J = self.jacobian(q, t, p)
-        pat = model.jacobian_pattern
-        self.blocks = pat.schur_block_size if self.sparse else None
-        if self.blocks is not None:
-            ones = jnp.ones(model.n, dtype=self.J.dtype)
-            self.factor = block_tridiagonal_factor(*pat.schur_blocks(self.J, ones))
+        pat = self.pattern = model.jacobian_pattern if _uses_pattern(model, True) else None
+        self.blocks = pat is not None and pat.schur_block_size is not None
+        if pat is None:
+            self.J = kin.holonomic_jacobian(model, q, t, p)
+            self.G = self.J @ self.J.T
         else:
-            self.G = pat.schur(self.J, jnp.ones(model.n, dtype=self.J.dtype)) if self.sparse else self.J @ self.J.T
-            self.factor = spd_factor(self.G)
+            self.J = kin.holonomic_jacobian_values(model, q, t, p)
+            ones = jnp.ones(model.n, dtype=self.J.dtype)
+            self.G = None if self.blocks else pat.schur(self.J, ones)
+        self.factor = pat.block_schur_factor(self.J, ones) if self.blocks else spd_factor(self.G)
 
-    def jacobian(self, q, t, p):
-        """`Φ_q` at `q`: dense, or the pattern's nonzeros."""
-        if self.sparse:
-            return kin.holonomic_jacobian_values(self.model, q, t, p)
-        return kin.holonomic_jacobian(self.model, q, t, p)
-
-    def rmatvec(self, J, y):
-        return self.model.jacobian_pattern.rmatvec(J, y) if self.sparse else J.T @ y
-
-    def solve(self, r):
-        """`G⁻¹ r`, `r (m_h,)`, from the factorization at construction."""
-        if self.blocks is None:
-            return spd_factor_solve(self.factor, self.G, r)
-        m, s = r.shape[0], self.blocks
-        k = -(-m // s)
-        padded = jnp.concatenate([r, jnp.zeros((k * s - m,), dtype=r.dtype)]).reshape(k, s)
-        return block_tridiagonal_factor_solve(self.factor, padded).reshape(-1)[:m]
+    def correction(self, r):
+        """`Φ_qᵀ G⁻¹ r`, `r (m_h,)`."""
+        pat = self.pattern
+        if self.blocks:
+            return pat.rmatvec(self.J, pat.block_schur_factor_solve(self.factor, r))
+        y = spd_factor_solve(self.factor, self.G, r)
+        return self.J.T @ y if pat is None else pat.rmatvec(self.J, y)
 
 
 def _project_independent(model, q, t, p, iterations):
@@ -152,7 +140,7 @@ def _project_independent(model, q, t, p, iterations):
     the N-four-bar; `project_velocities` factors again at the projected `q`."""
     gram = _Gram(model, q, t, p)
     for _ in range(iterations):
-        q = q - gram.rmatvec(gram.J, gram.solve(kin.holonomic(model, q, t, p)))
+        q = q - gram.correction(kin.holonomic(model, q, t, p))
     return q
 
 
@@ -164,9 +152,10 @@ class Projection(AbstractStabilization):
     Gauss–Newton step and simplified Newton steps that reuse its Jacobian and the
     factorization of its Gram matrix (`_project_independent`), otherwise full
     Gauss–Newton steps with a least-squares fallback. Velocities take one exact
-    linear projection at the projected positions. The integrator's error estimate is that of the unprojected step, and
-    the first stage of the next step is re-evaluated at the projected state. Saved
-    points are projected as well, so residuals at output times are at round-off.
+    linear projection at the projected positions. The integrator's error estimate is
+    that of the unprojected step, and the first stage of the next step is
+    re-evaluated at the projected state. Saved points are projected as well, so
+    residuals at output times are at round-off.
 
     Arguments:
         iterations: Newton steps for the positions (default 2).
