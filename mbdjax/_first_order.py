@@ -38,7 +38,6 @@ depend on parameters (a transformer ratio), which keeps `W` differentiable.
 
 from __future__ import annotations
 
-import contextlib
 from typing import NamedTuple
 
 import equinox as eqx
@@ -49,7 +48,7 @@ import numpy as np
 from . import _dynamics as dyn
 from . import _kinematics as kin
 from ._errors import SimulationError
-from ._tracing import is_concrete, one_shot_filter_jit
+from ._tracing import concrete_evaluation, is_concrete, one_shot_filter_jit
 
 
 class FirstOrder(NamedTuple):
@@ -83,7 +82,7 @@ def first_order_structure(model, p, q0, t0):
     # Under an enclosing trace the structure is read at concrete stand-in values (the
     # model's parameters); with concrete inputs, the compiled programs below run as such.
     traced = not is_concrete(p, q0, t0)
-    with jax.ensure_compile_time_eval() if traced else contextlib.nullcontext():
+    with jax.ensure_compile_time_eval() if traced else concrete_evaluation():
         pe, q, t = _evaluation_point(model, p, q0, t0)
         M = np.asarray(_mass_matrix(model, q, t, pe))
         massless = np.flatnonzero(np.all(M == 0, axis=0) & np.all(M == 0, axis=1))

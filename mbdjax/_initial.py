@@ -180,6 +180,15 @@ def _nearest(model, q_guess, t0, p, iterations):
     return q, kin.holonomic(model, q, t0, p), jnp.asarray(True)
 
 
+@one_shot_filter_jit
+def _nearest_state(model, q_guess, qd_guess, t0, p, iterations):
+    """`_nearest` and the guessed velocities projected onto `B q̇ = b` at its result,
+    one program for the common case of no fixed values (one program compiles in about
+    two thirds of the time of two)."""
+    q, res, converged = _nearest(model, q_guess, t0, p, iterations)
+    return q, res, converged, project_velocities(model, q, qd_guess, t0, p)
+
+
 def initial_conditions(
     model,
     q_guess,
@@ -248,8 +257,16 @@ def initial_conditions(
         raise InitialConditionError("initial_conditions: non-finite input: " + "; ".join(bad) + ". Give finite values.")
     t0 = device_array(t0)
 
+    qd_guess = device_array(np.zeros(n)) if qd_guess is None else jnp.asarray(qd_guess, dtype=float)
+    if qd_guess.shape != (n,):
+        raise InitialConditionError(f"initial_conditions: qd_guess has shape {qd_guess.shape}, expected ({n},).")
+
     # ---------------------------------------------------------------- positions
-    if fix_q is None:
+    qd_projected = None
+    if fix_q is None and fix_qd is None:
+        q0, res, converged, qd_projected = _nearest_state(model, q_guess, qd_guess, t0, p, 8)
+        idx = ()
+    elif fix_q is None:
         q0, res, converged = _nearest(model, q_guess, t0, p, 8)
         idx = ()
     else:
@@ -300,9 +317,8 @@ def initial_conditions(
         )
 
     # ---------------------------------------------------------------- velocities
-    qd_guess = device_array(np.zeros(n)) if qd_guess is None else jnp.asarray(qd_guess, dtype=float)
-    if qd_guess.shape != (n,):
-        raise InitialConditionError(f"initial_conditions: qd_guess has shape {qd_guess.shape}, expected ({n},).")
+    if qd_projected is not None:
+        return q0, qd_projected
     if fix_qd is None:
         return q0, _project_velocities(model, q0, qd_guess, t0, p)
     B = _constraint_jacobian(model, q0, t0, p)

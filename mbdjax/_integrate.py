@@ -19,13 +19,13 @@ from ._errors import SimulationError
 from ._exported import example_name
 from ._formulation import resolve_formulation
 from ._params import float_params, nonfinite_entries
-from ._redundancy import expand, restrict, select_rows
+from ._redundancy import expand, restrict, rows_of_jacobian, select_rows
 from ._rk import repr_solver
 from ._runtime_checks import checked_on_host, collecting, first_failure
 from ._singular import singular_configuration_error
 from ._stabilization import resolve_stabilization
 from ._switching import switching_of
-from ._tracing import device_array, is_concrete, one_shot_filter_jit, top_level
+from ._tracing import concrete_evaluation, device_array, is_concrete, one_shot_filter_jit, top_level
 from ._trajectory import Trajectory
 
 _MESSAGES = (
@@ -230,9 +230,10 @@ def simulate(
     _check_finite(model, q0, qd0)
     if consistent not in ("check", "project"):
         raise SimulationError(f"simulate: consistent must be 'check' or 'project', got {consistent!r}.")
+    B0 = None
     if model.m and is_concrete(q0, qd0, p, t0):
-        q0, qd0 = _consistent_start(model, q0, qd0, t0, p, consistent,
-                                    1e-6 if drift_tol is None else float(drift_tol))
+        q0, qd0, B0 = _consistent_start(model, q0, qd0, t0, p, consistent,
+                                        1e-6 if drift_tol is None else float(drift_tol))
     if is_concrete(q0):
         near = model.singular_coordinates(q0, p)
         if near:
@@ -254,7 +255,7 @@ def simulate(
     # Redundant rows: decided once, here, and handed to the formulation and to the
     # stabilization alike (the rows kept are independent: plain Cholesky solves).
     if rows is None:
-        rows = select_rows(model, q0, t0, p)
+        rows = rows_of_jacobian(model, B0) if B0 is not None else select_rows(model, q0, t0, p)
     work = model if rows is None else restrict(model, rows)
     formulation = formulation.with_rows(rows is not None).prepare(work, p, q0, t0)
     stabilization = stabilization.with_rows(rows is not None)
@@ -382,21 +383,27 @@ def _check_options(solver, adjoint, rtol, atol, max_steps, drift_tol, t0, t1):
 
 @one_shot_filter_jit
 def _start_residuals(model, q0, qd0, t0, p):
-    return kin.holonomic(model, q0, t0, p), kin.velocity_residual(model, q0, qd0, t0, p)
+    """`(Φ, B q̇ − b, B)` at the initial state: what the consistency check and the row
+    selection read, in one program."""
+    return (kin.holonomic(model, q0, t0, p), kin.velocity_residual(model, q0, qd0, t0, p),
+            kin.constraint_jacobian(model, q0, t0, p))
 
 
 def _consistent_start(model, q0, qd0, t0, p, mode, tol):
-    """`(q0, qd0)` checked against the constraints (THEORY §4): unchanged when they
-    hold to `tol` (velocity rows to `tol·max(1, |q̇0|)`); otherwise a
-    `SimulationError` naming the violated rows (`mode="check"`), or the state moved
-    onto the constraints with a warning saying what changed (`mode="project"`)."""
-    phi, vel = (np.asarray(x) for x in jax.device_get(_start_residuals(model, q0, qd0, t0, p)))
+    """`(q0, qd0, B)`: the initial state checked against the constraints (THEORY §4),
+    unchanged when they hold to `tol` (velocity rows to `tol·max(1, |q̇0|)`), with
+    its constraint Jacobian `B` (host values); otherwise a `SimulationError` naming the
+    violated rows (`mode="check"`), or the state moved onto the constraints with a
+    warning saying what changed (`mode="project"`; `B` is then None). Concrete also
+    under a caller's trace: the inputs are concrete."""
+    with concrete_evaluation():
+        phi, vel, B = (np.asarray(x) for x in jax.device_get(_start_residuals(model, q0, qd0, t0, p)))
     vtol = tol * max(1.0, float(np.max(np.abs(np.asarray(qd0)), initial=0.0)))
     names = model.row_names
     bad = [(names[k], float(phi[k])) for k in np.flatnonzero(~(np.abs(phi) <= tol))]
     bad_v = [(names[k], float(vel[k])) for k in np.flatnonzero(~(np.abs(vel) <= vtol))]
     if not bad and not bad_v:
-        return q0, qd0
+        return q0, qd0, B
 
     def listing(rows):
         rows = sorted(rows, key=lambda r: -abs(r[1]))
@@ -410,10 +417,10 @@ def _consistent_start(model, q0, qd0, t0, p, mode, tol):
             f"simulate: the initial state is not on the constraints ({what}; tolerance {tol:g}). Solve a "
             "consistent one with mbdjax.initial_conditions(model, q_guess, fix_q=..., fix_qd=...), or pass "
             "consistent='project' to move this one onto the constraints.")
-    from ._initial import _nearest, _project_velocities
+    from ._initial import _nearest_state
 
-    q1 = _nearest(model, q0, t0, p, 8)[0]
-    qd1 = _project_velocities(model, q1, qd0, t0, p)
+    with concrete_evaluation():
+        q1, _, _, qd1 = _nearest_state(model, q0, qd0, t0, p, 8)
     dq, dv = np.asarray(q1 - q0), np.asarray(qd1 - qd0)
     moved = [f"q0[{model.coordinates[k]}] {float(q0[k]):.6g} → {float(q1[k]):.6g}"
              for k in np.flatnonzero(np.abs(dq) > 1e-12)]
@@ -421,7 +428,7 @@ def _consistent_start(model, q0, qd0, t0, p, mode, tol):
               for k in np.flatnonzero(np.abs(dv) > 1e-12)]
     warnings.warn(f"simulate: projected the initial state onto the constraints ({what}): " + ", ".join(moved) + ".",
                   stacklevel=3)
-    return q1, qd1
+    return q1, qd1, None
 
 
 def _check_finite(model, q0, qd0):

@@ -91,6 +91,15 @@ def select_rows(model, q, t, p, rtol=RANK_RTOL) -> RowSelection | None:
             break
         except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError, TypeError):
             B = None
+    return rows_of_jacobian(model, B, rtol)
+
+
+def rows_of_jacobian(model, B, rtol=RANK_RTOL) -> RowSelection | None:
+    """The selection of `select_rows` from the constraint Jacobian `B = [Φ_q; A]`
+    (host values, `(m, n)`) already evaluated at the state; None when `B` is None or
+    not finite."""
+    if model.m == 0:
+        return RowSelection((), (), ())
     if B is None or not np.all(np.isfinite(B)):
         return None
     m_h = model.m_h
