@@ -10,8 +10,15 @@ fast: six zoo simulations compile in 18 s instead of 28 s and run in 1.3 s inste
 subprocesses the tests start; `XLA_FLAGS` that already name
 `xla_backend_optimization_level` (for instance `=2`, to test with the code users get)
 are left as they are.
+
+Python's cyclic garbage collector is off while a test module runs and collects once at
+its end (`_release_compiled_programs`): tracing and lowering allocate millions of
+short-lived objects, and the collector's passes over everything JAX holds took about a
+tenth of the suite's time, while a module's garbage stays small (peak memory of a
+worker unchanged, 1.4 GB).
 """
 
+import gc
 import os
 
 _OPT = "xla_backend_optimization_level"
@@ -24,6 +31,7 @@ import pytest  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_numpy_rank_promotion", "raise")
+gc.disable()
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +54,5 @@ def _release_compiled_programs():
     clearing between them costs nothing but keeps the process small.
     """
     yield
-    import gc
-
     jax.clear_caches()
     gc.collect()
