@@ -23,6 +23,7 @@ from ._redundancy import expand, restrict, rows_of_jacobian, select_rows
 from ._rk import repr_solver
 from ._runtime_checks import checked_on_host, collecting, first_failure
 from ._singular import singular_configuration_error
+from ._solve import over_times
 from ._stabilization import resolve_stabilization
 from ._switching import switching_of
 from ._tracing import concrete_evaluation, device_array, is_concrete, one_shot_filter_jit, top_level
@@ -283,10 +284,13 @@ def simulate(
     # not constants, so a tolerance study or a step-size sweep compiles one program; the
     # trajectory gets their values after the call.
     keys = tuple((k, None if k in _VALUED else v) for k, v in settings)
+    # Traced inputs (a member of `simulate_batch`, a caller's vmap): the per-output-time
+    # work one time after another (`mbdjax._solve.over_times`).
+    stream = not is_concrete(q0, qd0, p)
     args = (model, work, rows, formulation, stabilization, solver, adjoint, q0, qd0, p, t0, t1, ts,
             device_array(rtol), device_array(atol),
             None if dt0 is None else device_array(dt0), int(max_steps), drift_tol, bool(throw),
-            keys, on_host, meter)
+            keys, on_host, meter, stream)
     # A built-in example's program is reused across processes without tracing it
     # (`mbdjax._exported`); every other run traces (and compiles once per process).
     name = (example_name(model) if on_host and report is None and isinstance(meter, diffrax.NoProgressMeter)
@@ -475,12 +479,12 @@ def _simulate_exported(name, args):
     or an argument has no reproducible description (a fresh trace is then cheaper than
     a key that never matches)."""
     (model, work, rows, formulation, stabilization, solver, adjoint, q0, qd0, p, t0, t1, ts,
-     rtol, atol, dt0, max_steps, drift_tol, throw, keys, on_host, meter) = args
+     rtol, atol, dt0, max_steps, drift_tol, throw, keys, on_host, meter, stream) = args
     where = _exported.folder()
     if where is None or not _exported.available():
         return None
     values = (q0, qd0, p, t0, formulation, stabilization, solver, adjoint)
-    statics = (rows, max_steps, drift_tol, keys, tuple(ts.shape), dt0 is None, type(formulation).__name__)
+    statics = (rows, max_steps, drift_tol, keys, tuple(ts.shape), dt0 is None, type(formulation).__name__, stream)
     k = _exported.key(name, values, statics)
     if k is None:
         return None
@@ -494,7 +498,7 @@ def _simulate_exported(name, args):
         def flat(q0, qd0, p, t0, t1, ts, rtol, atol, dt0=None):
             traj, stop, failure = _simulate(model, work, rows, formulation, stabilization, solver, adjoint, q0, qd0,
                                             p, t0, t1, ts, rtol, atol, dt0, max_steps, drift_tol, throw, keys,
-                                            on_host, meter)
+                                            on_host, meter, stream)
             messages[:] = failure[1]
             return ({name: getattr(traj, name) for name in Trajectory.COMPUTED}, traj.result._value,
                     failure[0], stop)
@@ -528,7 +532,7 @@ _VALUED = ("rtol", "atol", "fixed_step")
 
 @eqx.filter_jit
 def _simulate(model, work, rows, formulation, stabilization, solver, adjoint, q0, qd0, p, t0, t1, ts,
-              rtol, atol, dt0, max_steps, drift_tol, throw, settings, on_host, meter):
+              rtol, atol, dt0, max_steps, drift_tol, throw, settings, on_host, meter, stream):
     # `model` is the user's model (reported, checked for drift); `work` the same model
     # restricted to the independent rows `rows` (what the formulation integrates).
     with contextlib.ExitStack() as stack:
@@ -546,7 +550,7 @@ def _simulate(model, work, rows, formulation, stabilization, solver, adjoint, q0
             "projection after each step is not part of them; use stabilization='none' or 'baumgarte' "
             "with it, or the default adjoint (RecursiveCheckpointAdjoint) with the projection."
         )
-    run = formulation.integrate(work, stabilization, (solver, adjoint, controller, dt0, max_steps, meter),
+    run = formulation.integrate(work, stabilization, (solver, adjoint, controller, dt0, max_steps, meter, stream),
                                 y0, p, t0, t1, ts)
     switching = switching_of(work)
 
@@ -558,7 +562,7 @@ def _simulate(model, work, rows, formulation, stabilization, solver, adjoint, q0
             lam = expand(model, rows, qi, ti, pi, lam)  # minimum-norm over all rows
         return qi, qdi, qddi, lam, u
 
-    q, qd, qdd, lam, u = jax.vmap(outputs)(run.ys, run.ts, run.aux)
+    q, qd, qdd, lam, u = over_times(outputs, (run.ys, run.ts, run.aux), stream)
     if throw:
         ok = run.result == diffrax.RESULTS.successful
         max_steps_hit = run.result == diffrax.RESULTS.max_steps_reached
