@@ -37,55 +37,66 @@ MAX_BLOCK = 6
 
 
 def _mT(X):
-    return jnp.swapaxes(X, -1, -2)
+    return jnp.swapaxes(X, 1, 2)
 
 
 def _mm(X, Y):
-    # Products of tiny blocks as broadcast-multiply-sum: fuses with its neighbours,
-    # where a batched `dot` of 2 × 2 blocks would be a separate, slower kernel.
-    return jnp.sum(X[..., :, :, None] * Y[..., None, :, :], axis=-2)
+    """Block products, blocks on axes 1 and 2: `X (k, s, t, ...)`, `Y (k, t, r, ...)` →
+    `(k, s, r, ...)`, the trailing axes (a batch) elementwise. As
+    broadcast-multiply-sum: fuses with its neighbours, where a batched `dot` of 2 × 2
+    blocks would be a separate, slower kernel."""
+    return jnp.sum(X[:, :, :, None] * Y[:, None], axis=2)
 
 
-def small_cholesky(A):
-    """Cholesky factor of a batch of small SPD blocks `A (..., s, s)`, unrolled entry by
-    entry (each entry a `(...)`-shaped array, so the factorization is elementwise work
-    over the batch, with no LAPACK call): `(L, inv)` with `L[i][j]` (i > j) the
-    below-diagonal entries and `inv[j]` the reciprocal diagonal. Reads the lower
-    triangle; a block that is not positive definite gives NaN."""
-    s = A.shape[-1]
+def _at(first, *index):
+    """The index of entry `index` of blocks whose axes start at `first`: `-2`, the last
+    two (`(..., s, s)`), or `1`, after a leading block count (`(k, s, s, ...)`)."""
+    return (Ellipsis, *index) if first < 0 else (slice(None),) * first + index
+
+
+def small_cholesky(A, first=-2):
+    """Cholesky factor of a batch of small SPD blocks `A (..., s, s)` (`first=1`:
+    `A (k, s, s, ...)`), unrolled entry by entry (each entry a batch-shaped array, so
+    the factorization is elementwise work over the batch, with no LAPACK call):
+    `(L, inv)` with `L[i][j]` (i > j) the below-diagonal entries and `inv[j]` the
+    reciprocal diagonal. Reads the lower triangle; a block that is not positive
+    definite gives NaN."""
+    s = A.shape[first]
     L = [[None] * s for _ in range(s)]
     inv = [None] * s
     for j in range(s):
-        d = A[..., j, j]
+        d = A[_at(first, j, j)]
         for k in range(j):
             d = d - L[j][k] * L[j][k]
         inv[j] = 1.0 / jnp.sqrt(d)
         for i in range(j + 1, s):
-            v = A[..., i, j]
+            v = A[_at(first, i, j)]
             for k in range(j):
                 v = v - L[i][k] * L[j][k]
             L[i][j] = v * inv[j]
     return L, inv
 
 
-def small_cholesky_solve(factor, R):
-    """`A⁻¹ R` from `small_cholesky(A)`: forward and back substitution, unrolled.
-    `R (..., s, r)`."""
+def small_cholesky_solve(factor, R, first=-2):
+    """`A⁻¹ R` from `small_cholesky(A, first)`: forward and back substitution, unrolled.
+    `R (..., s, r)` (`first=1`: `R (k, s, r, ...)`)."""
     L, inv = factor
     s = len(inv)
+    row = (lambda i: R[..., i, :]) if first < 0 else (lambda i: R[_at(first, i)])
+    scale = (lambda a: a[..., None]) if first < 0 else (lambda a: a[_at(first, None)])
     y = []
     for i in range(s):
-        v = R[..., i, :]
+        v = row(i)
         for k in range(i):
-            v = v - L[i][k][..., None] * y[k]
-        y.append(v * inv[i][..., None])
+            v = v - scale(L[i][k]) * y[k]
+        y.append(v * scale(inv[i]))
     x = [None] * s
     for i in reversed(range(s)):
         v = y[i]
         for k in range(i + 1, s):
-            v = v - L[k][i][..., None] * x[k]
-        x[i] = v * inv[i][..., None]
-    return jnp.stack(x, axis=-2)
+            v = v - scale(L[k][i]) * x[k]
+        x[i] = v * scale(inv[i])
+    return jnp.stack(x, axis=first)
 
 
 def small_spd_solve(A, R):
@@ -96,41 +107,45 @@ def small_spd_solve(A, R):
     elementwise work over the batch.
     """
     if A.shape[-1] <= 2:
-        return _inverse_times(A, R)
+        return _inverse_times(A, R, -2)
     return small_cholesky_solve(small_cholesky(A), R)
 
 
-def _inverse_times(A, R):
-    """`A⁻¹ R` for SPD blocks of size 1 or 2 in closed form: one reciprocal (of the
-    determinant) and products, so XLA fuses the solve into its consumers where the
-    Cholesky's chain of square roots would be separate kernels. A block that is not
-    positive definite gives NaN, as the Cholesky does."""
-    if A.shape[-1] == 1:
-        a = A[..., 0:1, 0:1]
+def _inverse_times(A, R, first=1):
+    """`A⁻¹ R` for SPD blocks of size 1 or 2 in closed form (blocks on the axes from
+    `first`, as for `small_cholesky`): one reciprocal (of the determinant) and
+    products, so XLA fuses the solve into its consumers where the Cholesky's chain of
+    square roots would be separate kernels. A block that is not positive definite
+    gives NaN, as the Cholesky does."""
+    one, two = slice(0, 1), slice(1, 2)
+    rows = (lambda i: R[..., i, :]) if first < 0 else (lambda i: R[_at(first, i)])
+    if A.shape[first] == 1:
+        a = A[_at(first, one, one)]
         return jnp.where(a > 0, R / jnp.where(a > 0, a, 1.0), jnp.nan)
-    a, b, d = A[..., 0:1, 0:1], A[..., 1:2, 0:1], A[..., 1:2, 1:2]
+    a, b, d = A[_at(first, one, one)], A[_at(first, two, one)], A[_at(first, two, two)]
     det = a * d - b * b
     ok = (a > 0) & (det > 0)
     rdet = jnp.where(ok, 1.0 / jnp.where(ok, det, 1.0), jnp.nan)
-    r0, r1 = R[..., 0:1, :], R[..., 1:2, :]
-    return jnp.concatenate([(d * r0 - b * r1) * rdet, (a * r1 - b * r0) * rdet], axis=-2)
+    r0, r1 = rows(one), rows(two)
+    return jnp.concatenate([(d * r0 - b * r1) * rdet, (a * r1 - b * r0) * rdet], axis=first)
 
 
 def _small_factor(A):
-    """A factor of small SPD blocks `A (..., s, s)` for repeated `_small_apply`: the
+    """A factor of small SPD blocks `A (k, s, s, ...)` for repeated `_small_apply`: the
     blocks themselves for sizes 1 and 2 (closed form), else `small_cholesky`."""
-    return ("closed", A) if A.shape[-1] <= 2 else ("cholesky", small_cholesky(A))
+    return ("closed", A) if A.shape[1] <= 2 else ("cholesky", small_cholesky(A, first=1))
 
 
 def _small_apply(factor, R):
-    """`A⁻¹ R` from `_small_factor(A)`; the same operations as `small_spd_solve`."""
+    """`A⁻¹ R` from `_small_factor(A)`, `R (k, s, r, ...)`."""
     kind, F = factor
-    return _inverse_times(F, R) if kind == "closed" else small_cholesky_solve(F, R)
+    return _inverse_times(F, R) if kind == "closed" else small_cholesky_solve(F, R, first=1)
 
 
 def _check_shapes(D, E, who):
-    k, s = D.shape[0], D.shape[-1]
-    if D.shape != (k, s, s) or E.shape != (max(k - 1, 0), s, s):
+    """`D (k, s, s)` and `E (k-1, s, s)` (with the same trailing batch axes, if any)."""
+    k, s = D.shape[0], D.shape[1]
+    if D.shape[:3] != (k, s, s) or E.shape[:3] != (max(k - 1, 0), s, s) or D.shape[3:] != E.shape[3:]:
         raise ValueError(
             f"{who}: shapes D {D.shape}, E {E.shape} do not describe k blocks of size s "
             f"(D (k, s, s), E (k-1, s, s))."
@@ -139,33 +154,42 @@ def _check_shapes(D, E, who):
         raise ValueError(f"{who}: block size {s} exceeds MAX_BLOCK = {MAX_BLOCK}.")
 
 
+# The reduction's arrays are `D (k, s, s, ...)`, `E (k-1, s, s, ...)` and right sides
+# `(k, s, 1, ...)`: any trailing axes are a batch of systems, elementwise. A lone
+# system has none; the batched rule of `block_tridiagonal_solve` puts the batch there,
+# last, where every operation runs along contiguous memory across the members (with
+# the batch first, as `vmap` has it, the blocks' 2 × 2 entries were innermost: a
+# batch of 1024 10-block systems took 1.8 µs a member against 0.3 µs).
+
 def block_tridiagonal_factor(D, E):
     """The block cyclic reduction of an SPD block-tridiagonal `S`, for solving with
     several right sides (`block_tridiagonal_factor_solve`) at the cost of one
     reduction: per level, the odd pivot blocks' factors and `D_odd⁻¹ [E_low, E_upᵀ]`;
     then the last (reduced) diagonal block's factor.
 
-    Arguments as for `block_tridiagonal_solve`: `D (k, s, s)`, `E (k-1, s, s)`.
-    Returns a tuple of arrays and static sizes (a pytree; pass it on unchanged).
+    Arguments as for `block_tridiagonal_solve`: `D (k, s, s)`, `E (k-1, s, s)` (and
+    trailing batch axes, see above). Returns a tuple of arrays and static sizes (a
+    pytree; pass it on unchanged).
     """
     _check_shapes(D, E, "block_tridiagonal_factor")
-    k, s = D.shape[0], D.shape[-1]
+    k, s, rest = D.shape[0], D.shape[1], D.shape[3:]
     dtype = jnp.result_type(D, E)
-    zero_block = jnp.zeros((1, s, s), dtype)
+    zero_block = jnp.zeros((1, s, s, *rest), dtype)
     E = jnp.concatenate([E.astype(dtype), zero_block])  # E[k-1] = 0: nothing below the last block
     D = D.astype(dtype)
+    eye = jnp.broadcast_to(jnp.eye(s, dtype=dtype).reshape(1, s, s, *(1 for _ in rest)), (1, s, s, *rest))
     levels = []
     while k > 1:
         if k % 2:
             # An odd count gets a decoupled identity block (x = 0) so the levels stay uniform.
-            D = jnp.concatenate([D, jnp.eye(s, dtype=dtype)[None]])
+            D = jnp.concatenate([D, eye])
             E = jnp.concatenate([E, zero_block])
             k += 1
         low = E[0::2]         # odd block 2i+1 to even block 2i
         up = _mT(E[1::2])     # odd block 2i+1 to even block 2i+2 (zero for the last)
         pivot = _small_factor(D[1::2])
-        X = _small_apply(pivot, jnp.concatenate([low, up], axis=-1))
-        x_low, x_up = X[..., :s], X[..., s:]
+        X = _small_apply(pivot, jnp.concatenate([low, up], axis=2))
+        x_low, x_up = X[:, :, :s], X[:, :, s:]
         low_t, up_t = _mT(low), _mT(up)
         D = D[0::2] - _mm(low_t, x_low) - _from_previous(_mm(up_t, x_up))
         E = -_mm(up_t, x_low)
@@ -180,16 +204,16 @@ def _from_previous(a):
 
 
 def block_tridiagonal_factor_solve(factor, r):
-    """`x` with `S x = r` from `block_tridiagonal_factor(D, E)`; `r (k, s)` → `x (k, s)`.
-    Costs a fraction of the reduction: small block solves and products with the
-    stored blocks, level by level."""
+    """`x` with `S x = r` from `block_tridiagonal_factor(D, E)`; `r (k, s)` → `x (k, s)`
+    (and trailing batch axes). Costs a fraction of the reduction: small block solves
+    and products with the stored blocks, level by level."""
     levels, last = factor
-    blocks, s = r.shape
-    r = r[..., None]
+    blocks = r.shape[0]
+    r = r[:, :, None]
     right = []
     for pivot, low_t, up_t, _, _, count in levels:
         if r.shape[0] < count:
-            r = jnp.concatenate([r, jnp.zeros((1, s, 1), r.dtype)])
+            r = jnp.concatenate([r, jnp.zeros_like(r[:1])])
         x_r = _small_apply(pivot, r[1::2])
         r = r[0::2] - _mm(low_t, x_r) - _from_previous(_mm(up_t, x_r))
         right.append(x_r)
@@ -198,7 +222,7 @@ def block_tridiagonal_factor_solve(factor, r):
         even = x[: count // 2]
         following = jnp.concatenate([even[1:], jnp.zeros_like(even[:1])])
         odd = x_r - _mm(x_low, even) - _mm(x_up, following)
-        x = jnp.stack([even, odd], axis=1).reshape(count, s, 1)
+        x = jnp.stack([even, odd], axis=1).reshape(count, *x.shape[1:])
     return x[:blocks, :, 0]
 
 
@@ -214,6 +238,19 @@ def block_tridiagonal_matvec(D, E, x):
     return y
 
 
+@jax.custom_batching.custom_vmap
+def _solve(D, E, r):
+    return block_tridiagonal_factor_solve(block_tridiagonal_factor(D, E), r)
+
+
+@_solve.def_vmap
+def _solve_batched(size, batched, D, E, r):
+    # the batch last (see the layout note above): D (B, k, s, s) → (k, s, s, B)
+    D, E, r = (jnp.moveaxis(x if b else jnp.broadcast_to(x, (size, *x.shape)), 0, -1)
+               for x, b in zip((D, E, r), batched))
+    return jnp.moveaxis(block_tridiagonal_factor_solve(block_tridiagonal_factor(D, E), r), -1, 0), True
+
+
 @jax.custom_jvp
 def block_tridiagonal_solve(D, E, r):
     """`x` with `S x = r` for an SPD block-tridiagonal `S`, by block cyclic reduction.
@@ -226,6 +263,8 @@ def block_tridiagonal_solve(D, E, r):
     Returns `x (k, s)`. Block sizes up to `MAX_BLOCK`. One right side: the reduction
     and the solve at once (`block_tridiagonal_factor` and
     `block_tridiagonal_factor_solve`, whose common small solves XLA computes once).
+    Under `jax.vmap` (a batch of runs) the systems are solved together, the batch the
+    innermost axis.
 
     Derivatives, forward and reverse, are those of the solve, `dx = S⁻¹(dr − dS x)`,
     with the reduction of the primal reused: a tangent (or a cotangent) costs one more
@@ -235,7 +274,7 @@ def block_tridiagonal_solve(D, E, r):
     if r.shape != D.shape[:2]:
         raise ValueError(f"block_tridiagonal_solve: r has shape {r.shape}, expected {D.shape[:2]} (k, s).")
     dtype = jnp.result_type(D, E, r)
-    return block_tridiagonal_factor_solve(block_tridiagonal_factor(D, E), r.astype(dtype))
+    return _solve(D.astype(dtype), E.astype(dtype), r.astype(dtype))
 
 
 @block_tridiagonal_solve.defjvp

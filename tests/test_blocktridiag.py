@@ -65,6 +65,32 @@ def test_one_reduction_serves_several_right_sides(k, s, seed):
     np.testing.assert_allclose(np.asarray(X).reshape(3, -1), np.linalg.solve(A, R.T).T, rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize("s", [2, 3])
+def test_a_batch_of_systems_under_vmap(s):
+    """`jax.vmap` over systems takes the batched rule (the batch the innermost axis):
+    each member against NumPy's dense solve (round-off, 1e-12), the sub-diagonal
+    blocks shared by every member; a member with an indefinite pivot gets NaN alone.
+    Block sizes 2 (closed form) and 3 (unrolled Cholesky)."""
+    rng = np.random.default_rng(11 + s)
+    k, B = 7, 5
+    systems = [random_block_tridiagonal(k, s, rng) for _ in range(B)]
+    E = systems[0][2]
+    A = np.stack([a for a, _, _ in systems])
+    D = np.stack([d for _, d, _ in systems])
+    for b in range(B):                   # the shared E in every dense matrix
+        for i in range(k - 1):
+            A[b, (i + 1) * s:(i + 2) * s, i * s:(i + 1) * s] = E[i]
+            A[b, i * s:(i + 1) * s, (i + 1) * s:(i + 2) * s] = E[i].T
+    r = rng.standard_normal((B, k * s))
+    batched = jax.jit(jax.vmap(block_tridiagonal_solve, in_axes=(0, None, 0)))
+    x = batched(jnp.asarray(D), jnp.asarray(E), jnp.asarray(r).reshape(B, k, s))
+    np.testing.assert_allclose(np.asarray(x).reshape(B, -1), np.linalg.solve(A, r[..., None])[..., 0],
+                               rtol=0, atol=1e-12)
+    D[2, 3] = -np.eye(s)
+    x = np.asarray(batched(jnp.asarray(D), jnp.asarray(E), jnp.asarray(r).reshape(B, k, s)))
+    assert np.isnan(x[2]).any() and np.isfinite(np.delete(x, 2, axis=0)).all()
+
+
 def test_small_spd_solve_batches():
     rng = np.random.default_rng(3)
     G = rng.standard_normal((5, 3, 3))
