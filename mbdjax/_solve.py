@@ -16,6 +16,15 @@ class ProjectedSolver(SolverOf, diffrax.AbstractWrappedSolver):
     The wrapped solver's error estimate (of the unprojected step) drives step-size
     control. Every step re-evaluates its first stage (`made_jump=True`), so a
     first-same-as-last solver never reuses a derivative taken off the manifold.
+
+    That costs one right-hand side a step. Reusing the last stage instead made a
+    20-link chain's 10 s run 15 % faster (129 against 151 ms), but the derivative at
+    the unprojected state, and its tangent, which the projection has not yet moved
+    back into the constraints' tangent space, cost accuracy where it matters: forward
+    sensitivities of the four-bar (rtol 1e-10) moved from 3.0e-8 to 1.1e-7 off central
+    differences taken at rtol 1e-12, and the quasi-velocity formulation through the
+    flat passage of the redundant parallelogram from 1.5e-8 to 5.1e-8 rad off its
+    reference.
     """
 
     solver: diffrax.AbstractSolver
