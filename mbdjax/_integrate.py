@@ -550,6 +550,7 @@ def _simulate(model, work, rows, formulation, stabilization, solver, adjoint, q0
             "projection after each step is not part of them; use stabilization='none' or 'baumgarte' "
             "with it, or the default adjoint (RecursiveCheckpointAdjoint) with the projection."
         )
+    formulation = formulation.for_adjoint(adjoint)
     run = formulation.integrate(work, stabilization, (solver, adjoint, controller, dt0, max_steps, meter, stream),
                                 y0, p, t0, t1, ts)
     switching = switching_of(work)

@@ -105,6 +105,11 @@ class AbstractFormulation(eqx.Module):
         inputs). Default: the formulation does not use it."""
         return self
 
+    def for_adjoint(self, adjoint):
+        """This formulation set up for the diffrax `adjoint` the run is differentiated
+        with. Default: unchanged."""
+        return self
+
     def projects(self, stabilization):
         """Whether every step's result passes through `project` (default: when the
         stabilization projects)."""
