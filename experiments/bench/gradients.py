@@ -2,7 +2,7 @@
 
 For the N-link pendulum chain (`mbdjax.models.pendulum_chain`, N = 2, 5, 10, 20;
 uniform 1 m, 1 kg rods released from the horizontal), 2 s of motion at rtol 1e-8, and
-the N link masses as parameters, one run measures after compilation (best of 3):
+the N link masses as parameters, one run measures after compilation (best of 7):
 
 - the forward simulation alone (default projection stabilization, and without);
 - `jax.grad` of `L = Σ q(t1)²` with each diffrax adjoint:
@@ -50,12 +50,13 @@ jax.config.update("jax_enable_x64", True)
 T1 = 2.0
 
 
-def timed(fn, *args):
-    """(output, best of 3 wall times after one warm-up call)."""
+def timed(fn, *args, repeats=7):
+    """(output, best of `repeats` wall times after one warm-up call: on a shared
+    machine fewer repeats let one slow forward run inflate every ratio)."""
     out = fn(*args)
     jax.block_until_ready(out)
     best = np.inf
-    for _ in range(3):
+    for _ in range(repeats):
         start = time.perf_counter()
         jax.block_until_ready(fn(*args))
         best = min(best, time.perf_counter() - start)
