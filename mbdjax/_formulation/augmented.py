@@ -56,6 +56,10 @@ class Augmented(AbstractFormulation):
             rank could not be read (inputs traced by an enclosing jit or vmap), or
             with `True`, a singular `S` falls back to least squares (minimum-norm
             multipliers) behind a branch.
+        derivative_rule: differentiate the Schur solve of independent rows by its
+            own rule (`_schur_accelerations`, default True). `simulate` turns it off
+            for `diffrax.BacksolveAdjoint`, which differentiates the vector field with
+            respect to what it closes over.
 
     Massless coordinates whose rates the constraints leave free (resistive loops of a
     network: resistors, capacitors, diodes, sources without an inductor) are found by
