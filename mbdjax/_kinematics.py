@@ -112,6 +112,21 @@ def constraint_jacobian(model, q, t, p):
     return jnp.concatenate([Phi_q, A], axis=0)
 
 
+def constraint_products(model, q, t, p, v, y):
+    """`(B v, Bᵀ y)`, shapes `(m,)` and `(n,)`, `B = [Φ_q; A]`: the holonomic part from
+    one forward and one reverse derivative of Φ itself, with no Jacobian formed. The
+    derivative rules of the Schur solve and of the velocity projection differentiate
+    these products once more; through Φ that is cheaper than through the Jacobian's
+    nonzeros, whose gathers dominated a batch of tangents."""
+    phi = lambda x: holonomic(model, x, t, p)  # noqa: E731
+    Bv = jax.jvp(phi, (_f(q),), (_f(v),))[1]
+    BTy = jax.vjp(phi, _f(q))[1](y[:model.m_h])[0]
+    if model.nonholonomic_fn is None:
+        return Bv, BTy
+    A, _ = nonholonomic_terms(model, q, t, p)
+    return jnp.concatenate([Bv, A @ v]), BTy + A.T @ y[model.m_h:]
+
+
 def velocity_rhs(model, q, t, p):
     """`b = [ν; −a]`, shape `(m,)`, so that admissible velocities satisfy `B q̇ = b`."""
     v = nu(model, q, t, p)

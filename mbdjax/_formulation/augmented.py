@@ -36,7 +36,8 @@ from .. import _dynamics as dyn
 from .. import _first_order as fo_
 from .. import _kinematics as kin
 from .._first_order import FirstOrder
-from .._linalg import spd_factor, spd_factor_solve, spd_solve
+from .._gram import ConstraintGram
+from .._linalg import spd_solve
 from .._runtime_checks import check
 from .._tracing import is_concrete
 from .base import AbstractFormulation
@@ -226,36 +227,6 @@ def _schur_solution(model, q, t, p, Q, g, fallback):
     return Minv * (Q - B.T @ lam), lam
 
 
-class _Schur:
-    """The Schur complement `S = B M⁻¹ Bᵀ` at one state, factored once, with the
-    products by `B` and `Bᵀ` (independent rows: Cholesky, or block cyclic reduction for
-    a serial chain's block-tridiagonal `S`). Used inside one trace."""
-
-    def __init__(self, model, q, t, p, Minv):
-        pattern = model.jacobian_pattern
-        self.pattern = pattern if pattern is not None and model.m_n == 0 else None
-        self.blocks = self.pattern is not None and pattern.schur_block_size is not None
-        if self.pattern is None:
-            self.B = kin.constraint_jacobian(model, q, t, p)
-            self.S = (self.B * Minv[None, :]) @ self.B.T
-            self.factor = spd_factor(self.S)
-        else:
-            self.B = kin.holonomic_jacobian_values(model, q, t, p)
-            self.S = None if self.blocks else pattern.schur(self.B, Minv)
-            self.factor = pattern.block_schur_factor(self.B, Minv) if self.blocks else spd_factor(self.S)
-
-    def solve(self, r):
-        if self.blocks:
-            return self.pattern.block_schur_factor_solve(self.factor, r)
-        return spd_factor_solve(self.factor, self.S, r)
-
-    def matvec(self, v):
-        return self.B @ v if self.pattern is None else self.pattern.matvec(self.B, v)
-
-    def rmatvec(self, y):
-        return self.B.T @ y if self.pattern is None else self.pattern.rmatvec(self.B, y)
-
-
 def _forcing_and_g(model, stabilization, q, qd, t, p):
     """`(Q, g)`: the applied forces and the (stabilized) acceleration right side."""
     Q = dyn.forcing(model, q, qd, t, p)
@@ -266,13 +237,7 @@ def _forcing_and_g(model, stabilization, q, qd, t, p):
 def _kkt_residual(model, stabilization, q, qd, t, p, qdd, lam):
     """`(Q − M q̈ − Bᵀ λ, g − B q̈)` for given `q̈`, `λ`; zero at the solution."""
     Q, g = _forcing_and_g(model, stabilization, q, qd, t, p)
-    phi = lambda x: kin.holonomic(model, x, t, p)  # noqa: E731
-    Bqdd, back = jax.jvp(phi, (q,), (qdd,))[1], jax.vjp(phi, q)[1]
-    BTlam = back(lam[:model.m_h])[0]
-    if model.m_n:
-        A, _ = kin.nonholonomic_terms(model, q, t, p)
-        Bqdd = jnp.concatenate([Bqdd, A @ qdd])
-        BTlam = BTlam + A.T @ lam[model.m_h:]
+    Bqdd, BTlam = kin.constraint_products(model, q, t, p, qdd, lam)
     return Q - dyn.mass_diagonal(model, p) * qdd - BTlam, g - Bqdd
 
 
@@ -280,13 +245,14 @@ def _solve_kkt(schur, Minv, r1, r2):
     """`(x, y)` with `M x + Bᵀ y = r1`, `B x = r2`: `y = S⁻¹(B M⁻¹ r1 − r2)`,
     `x = M⁻¹(r1 − Bᵀ y)`."""
     y = schur.solve(schur.matvec(Minv * r1) - r2)
-    return Minv * (r1 - schur.rmatvec(y)), y
+    return Minv * (r1 - schur.transpose_matvec(y)), y
 
 
 def _accelerations(model, stabilization, q, qd, t, p):
     Q, g = _forcing_and_g(model, stabilization, q, qd, t, p)
     Minv = 1.0 / dyn.mass_diagonal(model, p)
-    schur = _Schur(model, q, t, p, Minv)
+    schur = ConstraintGram(model, q, t, p, holonomic_only=False, w=Minv,
+                           use_pattern=model.jacobian_pattern is not None and model.m_n == 0)
     return schur, Minv, _solve_kkt(schur, Minv, Q, g)
 
 

@@ -10,7 +10,8 @@ import jax
 import jax.numpy as jnp
 
 from .. import _kinematics as kin
-from .._linalg import spd_factor, spd_factor_solve, spd_solve
+from .._gram import ConstraintGram
+from .._linalg import spd_solve
 from .base import AbstractStabilization
 
 
@@ -98,43 +99,13 @@ def project_velocities(model, q, qd, t, p, fallback=True):
     return qd - _min_norm_correction(B, B @ qd - kin.velocity_rhs(model, q, t, p), fallback)
 
 
-class _Gram:
-    """`Φ_q` at one configuration with one factorization of its Gram matrix
-    `G = Φ_q Φ_qᵀ`, for several minimum-norm corrections `Φ_qᵀ G⁻¹ r` at the cost of
-    one factorization (rows known to be independent: a plain Cholesky, or block cyclic
-    reduction for a serial chain's block-tridiagonal `G`). With `velocities`, the same
-    for all velocity constraint rows, `B = [Φ_q; A]`. Used inside one trace."""
-
-    def __init__(self, model, q, t, p, velocities=False):
-        pat = self.pattern = model.jacobian_pattern if _uses_pattern(model, not velocities) else None
-        self.blocks = pat is not None and pat.schur_block_size is not None
-        if pat is None:
-            jacobian = kin.constraint_jacobian if velocities else kin.holonomic_jacobian
-            self.J = jacobian(model, q, t, p)
-            self.G = self.J @ self.J.T
-        else:
-            self.J = kin.holonomic_jacobian_values(model, q, t, p)
-            ones = jnp.ones(model.n, dtype=self.J.dtype)
-            self.G = None if self.blocks else pat.schur(self.J, ones)
-        self.factor = pat.block_schur_factor(self.J, ones) if self.blocks else spd_factor(self.G)
-
-    def matvec(self, v):
-        """`J v`, `v (n,)`."""
-        return self.J @ v if self.pattern is None else self.pattern.matvec(self.J, v)
-
-    def solve(self, r):
-        """`G⁻¹ r`, `r (m,)`."""
-        if self.blocks:
-            return self.pattern.block_schur_factor_solve(self.factor, r)
-        return spd_factor_solve(self.factor, self.G, r)
-
-    def transpose_matvec(self, y):
-        """`Jᵀ y`, `y (m,)`."""
-        return self.J.T @ y if self.pattern is None else self.pattern.rmatvec(self.J, y)
-
-    def correction(self, r):
-        """`Jᵀ G⁻¹ r`, `r (m,)`: the smallest `dx` with `J dx = r`."""
-        return self.transpose_matvec(self.solve(r))
+def _Gram(model, q, t, p, velocities=False):
+    """`Φ_q` (with `velocities`: `B = [Φ_q; A]`) at one configuration with one
+    factorization of its Gram matrix `G = J Jᵀ`, for several minimum-norm corrections
+    `Jᵀ G⁻¹ r` (`mbdjax._gram.ConstraintGram` with unit weights; the pattern's block
+    solve where `_uses_pattern` chooses it)."""
+    return ConstraintGram(model, q, t, p, holonomic_only=not velocities,
+                          use_pattern=_uses_pattern(model, not velocities))
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0, 4))
@@ -197,14 +168,8 @@ def _project_velocities_independent(model, q, qd, t, p):
 
 
 def _velocity_terms(model, q, qd, y, t, p):
-    """`(B q̇ − b, Bᵀ y)` at `(q, t, p)`, shapes `(m,)` and `(n,)`, with `B` formed as
-    `_Gram` forms it."""
-    if _uses_pattern(model, False):
-        pat, vals = model.jacobian_pattern, kin.holonomic_jacobian_values(model, q, t, p)
-        Bqd, BTy = pat.matvec(vals, qd), pat.rmatvec(vals, y)
-    else:
-        B = kin.constraint_jacobian(model, q, t, p)
-        Bqd, BTy = B @ qd, B.T @ y
+    """`(B q̇ − b, Bᵀ y)` at `(q, t, p)`, shapes `(m,)` and `(n,)`."""
+    Bqd, BTy = kin.constraint_products(model, q, t, p, qd, y)
     return Bqd - kin.velocity_rhs(model, q, t, p), BTy
 
 
