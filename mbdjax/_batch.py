@@ -18,6 +18,7 @@ import numpy as np
 
 from ._errors import SimulationError
 from ._integrate import _failure_error, check_times, reporting, save_times, simulate
+from ._stabilization.projection import batch_members
 from ._params import float_params, nonfinite_entries
 from ._runtime_checks import checked_on_host, first_failure
 from ._singular import singular_configuration_error
@@ -58,8 +59,9 @@ def _compiled(model, axes, static, dynamic_keys, rows, report):
 
         def one(q, v, pp, kwargs):
             if not report:
-                return simulate(model, q, v, params=pp, rows=rows, **kwargs)
-            with reporting() as found:
+                with batch_members():
+                    return simulate(model, q, v, params=pp, rows=rows, **kwargs)
+            with reporting() as found, batch_members():
                 traj = simulate(model, q, v, params=pp, rows=rows, **kwargs)
             info.update(messages=found["messages"], work=found["work"], formulation=found["formulation"])
             return traj, found["flags"], found["stop"]

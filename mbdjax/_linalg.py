@@ -37,6 +37,29 @@ def _cholesky(S):
     return jax.lax.linalg.cholesky(S, symmetrize_input=False)
 
 
+def cholesky_diagonal(S):
+    """The diagonal of the Cholesky factor `L` of a symmetric `S (m, m)` (`L Lᵀ = S`),
+    NaN from the first non-positive pivot on, as LAPACK's factor gives.
+
+    Built from `jnp` arithmetic only (a `fori_loop` of `m` rank-one updates of the
+    trailing block, O(m³) in all): no library call, so a loop that holds it (the
+    step-size guard's rarely taken branch, `mbdjax._singular`) can still be compiled
+    into one kernel (`mbdjax._xla_cpu`). Indices are one-hot masks, not scatters,
+    which XLA also keeps out of such loops."""
+    m = S.shape[-1]
+    idx = jnp.arange(m)
+
+    def column(j, carry):
+        A, diag = carry
+        e = (idx == j).astype(A.dtype)
+        a = A @ e                                   # column j of the updated matrix
+        d = jnp.sqrt(a @ e)
+        below = jnp.where(idx > j, a / d, 0.0)
+        return A - jnp.outer(below, below), jnp.where(idx == j, d, diag)
+
+    return jax.lax.fori_loop(0, m, column, (S, jnp.zeros(m, dtype=S.dtype)))[1]
+
+
 def _factor(S, fallback):
     if not fallback and S.shape[-1] <= SMALL_MAX:
         return ("small", small_cholesky(S))

@@ -31,6 +31,7 @@ import numpy as np
 
 from . import _kinematics as kin
 from ._errors import SimulationError
+from ._linalg import cholesky_diagonal
 
 STALL_RTOL = 1e-9
 """A proposed step shorter than `STALL_RTOL · (t1 − t0)` counts as a collapse."""
@@ -44,13 +45,13 @@ def rank_margin(model, q, t, p):
     σ_min/σ_max of `B`, 0 (or NaN) where `B` has lost rank. Uses the sparse Jacobian
     pattern when the model has one."""
     pattern = model.jacobian_pattern
-    if pattern is not None and model.holonomic_jacobian_fn is None and model.m_n == 0:
+    if pattern is not None and model.m_n == 0:
         vals = kin.holonomic_jacobian_values(model, q, t, p)
         S = pattern.schur(vals, jnp.ones(model.n, dtype=vals.dtype))
     else:
         B = kin.constraint_jacobian(model, q, t, p)
         S = B @ B.T
-    d = jnp.diagonal(jax.lax.linalg.cholesky(S, symmetrize_input=False))
+    d = cholesky_diagonal(S)
     return jnp.min(d) / jnp.max(d)
 
 

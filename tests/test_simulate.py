@@ -339,6 +339,36 @@ def _chain_jacobian(q):
     return J
 
 
+@pytest.mark.parametrize("members", [False, True])
+def test_step_loop_of_one_trajectory_has_no_lapack_call(members):
+    """A LAPACK call inside the step loop keeps XLA from compiling the loop into one
+    kernel (`mbdjax._xla_cpu`), so one trajectory's projected step of the 10-link chain
+    (20 rows, below `BLOCK_GRAM_MIN_ROWS`) solves its Gram matrices by block cyclic
+    reduction: its program holds no `cholesky` or `triangular_solve`. A batch's members
+    (`batch_members`) keep the dense Cholesky, the faster solve there."""
+    import contextlib
+
+    from mbdjax._integrate import resolve_formulation, resolve_stabilization
+    from mbdjax._redundancy import restrict, select_rows
+    from mbdjax._solve import ProjectedSolver
+    from mbdjax._stabilization.projection import batch_members, one_trajectory
+
+    ex = models.pendulum_chain(10)
+    p = ex.model.params
+    work = restrict(ex.model, select_rows(ex.model, ex.q0, 0.0, p))
+    form = resolve_formulation("augmented").with_rows(True).prepare(work, p, ex.q0, 0.0)
+    stab = resolve_stabilization("projection").with_rows(True)
+    y0 = jnp.concatenate([ex.q0, ex.qd0])
+    term = diffrax.ODETerm(lambda t, y, args: form.vector_field(work, t, y, args, stab))
+    with batch_members() if members else contextlib.nullcontext():
+        solver = ProjectedSolver(solver=diffrax.Tsit5(), one_trajectory=one_trajectory(),
+                                 project=lambda t, y, args: form.project(work, t, y, args, stab))
+        state = solver.init(term, 0.0, 1e-3, y0, p)
+        jaxpr = str(jax.make_jaxpr(lambda y: solver.step(term, 0.0, 1e-3, y, p, state, False)[0])(y0))
+    lapack = "cholesky" in jaxpr or "triangular_solve" in jaxpr
+    assert lapack == members
+
+
 @pytest.mark.parametrize("form", ["dense", "blocks"])
 def test_projection_with_independent_rows_lands_on_the_constraints(form):
     """The default projection for independent rows (one Jacobian and one factorization
@@ -346,18 +376,17 @@ def test_projection_with_independent_rows_lands_on_the_constraints(form):
     constraints: Φ (written out in NumPy, `_chain_phi`) is below 1e-15 after the two
     default Newton steps, and the correction lies in the row space of Φ_q at the start
     (the minimum-norm property: its least-squares remainder in NumPy below 1e-15).
-    `blocks`: the model without its dense Jacobian, so the projection uses the
-    block-tridiagonal Gram solve."""
-    import copy
+    `blocks`: traced as the step of one trajectory's loop (`step_loop`), where the
+    projection solves the chain's Gram matrix by block cyclic reduction below
+    `BLOCK_GRAM_MIN_ROWS` rows too."""
+    import contextlib
 
-    from mbdjax._stabilization.projection import Projection
+    from mbdjax._stabilization.projection import Projection, _uses_pattern, step_loop
 
     ex = models.pendulum_chain(4)
     model = ex.model
-    if form == "blocks":
-        model = copy.copy(model)
-        object.__setattr__(model, "holonomic_jacobian_fn", None)
-        assert model.jacobian_pattern.schur_block_size is not None
+    with step_loop() if form == "blocks" else contextlib.nullcontext():
+        assert _uses_pattern(model, True) == (form == "blocks")
     angles = np.array([0.3, -0.5, 1.1, 0.2])
     q = np.zeros(12)
     tip = np.zeros(2)
@@ -369,7 +398,8 @@ def test_projection_with_independent_rows_lands_on_the_constraints(form):
     q_off = q + 1e-6 * np.random.default_rng(1).standard_normal(12)
     qd = np.random.default_rng(2).standard_normal(12)
     stab = Projection().with_rows(True)
-    qp, qdp = jax.jit(lambda q, qd: stab.project(model, q, qd, 0.0, model.params))(q_off, qd)
+    with step_loop() if form == "blocks" else contextlib.nullcontext():
+        qp, qdp = jax.jit(lambda q, qd: stab.project(model, q, qd, 0.0, model.params))(q_off, qd)
     qp, qdp = np.asarray(qp), np.asarray(qdp)
     assert np.max(np.abs(_chain_phi(qp))) < 1e-15
     J0 = _chain_jacobian(q_off)
@@ -387,14 +417,9 @@ def test_velocity_projection_derivative_matches_finite_differences(form):
     (h = 1e-6) of the same projection written out in NumPy (`_chain_jacobian`), at a
     4-rod chain off its velocity constraints. Tolerance 1e-8 (central differences'
     truncation and round-off are near 1e-10 here)."""
-    import copy
-
     from mbdjax._stabilization.projection import _project_velocities_independent
 
     model = models.pendulum_chain(4).model
-    if form == "blocks":
-        model = copy.copy(model)
-        object.__setattr__(model, "holonomic_jacobian_fn", None)
     rng = np.random.default_rng(3)
     q, qd = rng.standard_normal(12), rng.standard_normal(12)
 
@@ -405,7 +430,8 @@ def test_velocity_projection_derivative_matches_finite_differences(form):
     x = np.concatenate([q, qd])
     h = 1e-6
     fd = np.stack([(reference(x + h * e) - reference(x - h * e)) / (2 * h) for e in np.eye(24)], axis=1)
-    f = lambda x: _project_velocities_independent(model, x[:12], x[12:], 0.0, model.params)  # noqa: E731
+    blocks = form == "blocks"  # the pattern's block cyclic reduction, else the dense Cholesky
+    f = lambda x: _project_velocities_independent(model, x[:12], x[12:], 0.0, model.params, blocks)  # noqa: E731
     np.testing.assert_allclose(np.asarray(f(x)), reference(x), atol=1e-13)
     for jac in (jax.jacfwd, jax.jacrev):
         np.testing.assert_allclose(np.asarray(jax.jit(jac(f))(x)), fd, atol=1e-8)

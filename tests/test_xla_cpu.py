@@ -30,10 +30,13 @@ out = {"flags": os.environ.get("XLA_FLAGS"), "setting": mbdjax.xla_loop_setting(
 if sys.argv[1] == "compile":
     import glob
     from mbdjax.models import pendulum_chain
-    ex = pendulum_chain(3)
+    ex = pendulum_chain(4)    # 8 rows: more than the unrolled Cholesky's 6
     mbdjax.simulate(ex.model, ex.q0, ex.qd0, t1=0.1, saveat=2)   # default projection
     (path,) = glob.glob(os.path.join(sys.argv[2], "*jit__simulate*after_optimizations.txt"))
-    out["small_calls"] = open(path).read().count("xla_cpu_small_call")
+    text = open(path).read()
+    out["small_calls"] = text.count("xla_cpu_small_call")
+    out["step_loop"] = any("xla_cpu_small_call" in line and "outer-loop/checkpointed-no-vjp/while" + '"' in line
+                           for line in text.splitlines())
 print("RESULT" + json.dumps(out))
 """
 
@@ -76,9 +79,12 @@ def test_import_sets_the_limit_and_xla_compiles_the_loops_as_single_kernels(tmp_
     dump_off = f"--xla_dump_to={tmp_path / 'off'} --xla_dump_hlo_as_text"
     off = _probe("compile", str(tmp_path / "off"), XLA_FLAGS=dump_off, **{xc.ENV: "off"})
     assert off["flags"] == f"{dump_off} {xc.EMITTER_FLAG}" and off["setting"]["source"] == f"{xc.ENV}=off"
-    # With the limit raised the step loop (the stage, projection and save loops inside
-    # it) becomes one kernel: the chain's solves are block cyclic reduction in jnp, no
-    # library call. XLA's own 1 kB limit admits none of them.
+    # With the limit raised the step loop (diffrax's outer loop, with the stage and save
+    # loops inside it) becomes one kernel: the chain's solves, the projection's included,
+    # are block cyclic reduction in jnp, and the step-size guard's rank check builds no
+    # dense Jacobian and calls no LAPACK (`mbdjax._singular.rank_margin`). XLA's own 1 kB
+    # limit admits none of them.
+    assert on["step_loop"] and not off["step_loop"]
     assert on["small_calls"] >= 1 and off["small_calls"] < on["small_calls"]
 
 

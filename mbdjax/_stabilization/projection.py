@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import functools
 
@@ -55,9 +57,48 @@ def _sparse_min_norm_correction(model, vals, r, fallback=True):
 
 BLOCK_GRAM_MIN_ROWS = 32
 """From this many holonomic rows a block-tridiagonal Gram matrix is solved by block cyclic
-reduction even when the model also gives its dense `Φ_q` (the planar front end does):
-on the pendulum chain the reduction made the default run 22 % faster at 40 rows and
-5 % at 20, where its program compiled 2 s longer than the dense Cholesky's."""
+reduction even when the model also gives its dense `Φ_q` (the planar front end does)
+and the projection is not the step of one trajectory's loop (`step_loop`): the saved
+points, a batch's members, the initial state. There the dense Cholesky's program
+compiles faster (2 s less for the pendulum chain's run, which the reduction made 5 %
+faster at 20 rows and 22 % at 40); a batch of 1024 10-link chains ran 1.89 s with the
+batched Cholesky against 2.12 s with the reduction."""
+
+_STEP_LOOP = contextvars.ContextVar("mbdjax_projection_step_loop", default=False)
+_MEMBERS = contextvars.ContextVar("mbdjax_projection_batch_members", default=False)
+
+
+@contextlib.contextmanager
+def step_loop():
+    """Trace the projections inside the block as the step of one trajectory's solver
+    loop (`mbdjax._solve.ProjectedSolver`): a serial chain's Gram matrix is then solved
+    by block cyclic reduction at any size. A LAPACK call (the dense Cholesky) inside
+    the loop keeps XLA from compiling the loop into one kernel (`mbdjax._xla_cpu`):
+    on the 10-link pendulum chain (20 rows) the default 10 s run took 89 ms with the
+    reduction against 106–139 ms, for 0.8 s more compile time."""
+    token = _STEP_LOOP.set(True)
+    try:
+        yield
+    finally:
+        _STEP_LOOP.reset(token)
+
+
+@contextlib.contextmanager
+def batch_members():
+    """Trace the `simulate` calls inside the block as members of a batch
+    (`simulate_batch`): there the per-member work dominates and the batched dense
+    Cholesky is the faster solve below `BLOCK_GRAM_MIN_ROWS`, so `step_loop` does not
+    apply."""
+    token = _MEMBERS.set(True)
+    try:
+        yield
+    finally:
+        _MEMBERS.reset(token)
+
+
+def one_trajectory():
+    """Whether the trace is of one trajectory, not of a batch's members (`batch_members`)."""
+    return not _MEMBERS.get()
 
 
 def _uses_pattern(model, holonomic_only):
@@ -65,7 +106,7 @@ def _uses_pattern(model, holonomic_only):
     if pat is None or not (holonomic_only or model.m_n == 0):
         return False
     return model.holonomic_jacobian_fn is None or (
-        pat.schur_block_size is not None and model.m_h >= BLOCK_GRAM_MIN_ROWS)
+        pat.schur_block_size is not None and (model.m_h >= BLOCK_GRAM_MIN_ROWS or _STEP_LOOP.get()))
 
 
 def project_positions(model, q, t, p, iterations=2, fallback=True):
@@ -99,17 +140,18 @@ def project_velocities(model, q, qd, t, p, fallback=True):
     return qd - _min_norm_correction(B, B @ qd - kin.velocity_rhs(model, q, t, p), fallback)
 
 
-def _Gram(model, q, t, p, velocities=False):
+def _Gram(model, q, t, p, use_pattern, velocities=False):
     """`Φ_q` (with `velocities`: `B = [Φ_q; A]`) at one configuration with one
     factorization of its Gram matrix `G = J Jᵀ`, for several minimum-norm corrections
-    `Jᵀ G⁻¹ r` (`mbdjax._gram.ConstraintGram` with unit weights; the pattern's block
-    solve where `_uses_pattern` chooses it)."""
-    return ConstraintGram(model, q, t, p, holonomic_only=not velocities,
-                          use_pattern=_uses_pattern(model, not velocities))
+    `Jᵀ G⁻¹ r` (`mbdjax._gram.ConstraintGram` with unit weights; with `use_pattern`,
+    from the sparse pattern's nonzeros and its block solve, as `_uses_pattern` chose
+    when the projection was traced: a static argument, so the derivative rules, traced
+    later, solve as their primal did)."""
+    return ConstraintGram(model, q, t, p, holonomic_only=not velocities, use_pattern=use_pattern)
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(0, 4))
-def _project_independent(model, q, t, p, iterations):
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0, 4, 5))
+def _project_independent(model, q, t, p, iterations, use_pattern):
     """`q` projected onto `Φ = 0` for independent constraint rows, with one
     factorization of `G = Φ_q Φ_qᵀ` at the given `q`: a Gauss–Newton step
     `q ← q − Φ_qᵀ G⁻¹ Φ(q)`, then `iterations − 1` simplified Newton steps with the
@@ -126,7 +168,7 @@ def _project_independent(model, q, t, p, iterations):
 
     Derivatives (`_project_independent_jvp`) are those of the projection onto the
     constraint manifold, not of the Newton iterations."""
-    return _newton_steps(model, _Gram(model, q, t, p), q, t, p, iterations)
+    return _newton_steps(model, _Gram(model, q, t, p, use_pattern), q, t, p, iterations)
 
 
 def _newton_steps(model, gram, q, t, p, iterations):
@@ -136,7 +178,7 @@ def _newton_steps(model, gram, q, t, p, iterations):
 
 
 @_project_independent.defjvp
-def _project_independent_jvp(model, iterations, primals, tangents):
+def _project_independent_jvp(model, iterations, use_pattern, primals, tangents):
     """The derivative of the projection `q* = π(q, t, p)` onto `Φ(·, t, p) = 0`:
     `dq* = dq − Φ_qᵀ G⁻¹ dΦ`, `dΦ = Φ_q(q*) dq + Φ_t dt + Φ_p dp`, the tangent moved
     back into the tangent space of the constraints by the same factorization as the
@@ -148,14 +190,14 @@ def _project_independent_jvp(model, iterations, primals, tangents):
     (`tests/test_gradients_default.py`)."""
     q, t, p = primals
     dq, dt, dp = tangents
-    gram = _Gram(model, q, t, p)
+    gram = _Gram(model, q, t, p, use_pattern)
     projected = _newton_steps(model, gram, q, t, p, iterations)
     _, dphi = jax.jvp(lambda q, t, p: kin.holonomic(model, q, t, p), (projected, t, p), (dq, dt, dp))
     return projected, dq - gram.correction(dphi)
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
-def _project_velocities_independent(model, q, qd, t, p):
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0, 5))
+def _project_velocities_independent(model, q, qd, t, p, use_pattern):
     """`q̇` projected orthogonally onto `B(q) q̇ = b(q, t)` for independent rows: the
     same values as `project_velocities(..., fallback=False)`.
 
@@ -163,7 +205,7 @@ def _project_velocities_independent(model, q, qd, t, p):
     primal factorization, instead of differentiating `B`, `G = B Bᵀ` and the solve.
     Under `jax.jacfwd` with 10 tangents on the 10-link chain the projection's
     derivative went from 50 to 32 µs per step."""
-    gram = _Gram(model, q, t, p, velocities=True)
+    gram = _Gram(model, q, t, p, use_pattern, velocities=True)
     return qd - gram.correction(gram.matvec(qd) - kin.velocity_rhs(model, q, t, p))
 
 
@@ -174,7 +216,7 @@ def _velocity_terms(model, q, qd, y, t, p):
 
 
 @_project_velocities_independent.defjvp
-def _project_velocities_independent_jvp(model, primals, tangents):
+def _project_velocities_independent_jvp(model, use_pattern, primals, tangents):
     """The derivative of `q̇* = q̇ − Bᵀ y`, `y = G⁻¹ (B q̇ − b)`, `G = B Bᵀ`, built on the
     primal factorization: with `dc` the derivative of `c = B q̇ − b` at `q̇*` along
     `(dq, dq̇, dt, dp)` and `w = dBᵀ y`,
@@ -186,7 +228,7 @@ def _project_velocities_independent_jvp(model, primals, tangents):
     forward derivative of `(c, Bᵀ y)` and one more solve with the factor."""
     q, qd, t, p = primals
     dq, dqd, dt, dp = tangents
-    gram = _Gram(model, q, t, p, velocities=True)
+    gram = _Gram(model, q, t, p, use_pattern, velocities=True)
     y = gram.solve(gram.matvec(qd) - kin.velocity_rhs(model, q, t, p))
     projected = qd - gram.transpose_matvec(y)
     _, (dc, w) = jax.jvp(lambda q, v, t, p: _velocity_terms(model, q, v, y, t, p),
@@ -242,11 +284,11 @@ class Projection(AbstractStabilization):
 
     def project(self, model, q, qd, t, p):
         if self.independent and model.m_h:
-            q = _project_independent(model, q, t, p, int(self.iterations))
+            q = _project_independent(model, q, t, p, int(self.iterations), _uses_pattern(model, True))
         else:
             q = project_positions(model, q, t, p, self.iterations, not self.independent)
         if self.velocities and self.independent and model.m:
-            qd = _project_velocities_independent(model, q, qd, t, p)
+            qd = _project_velocities_independent(model, q, qd, t, p, _uses_pattern(model, False))
         elif self.velocities:
             qd = project_velocities(model, q, qd, t, p, not self.independent)
         return q, qd
