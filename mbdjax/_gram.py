@@ -26,9 +26,12 @@ class ConstraintGram:
         use_pattern: build `J` from the nonzeros of `model.jacobian_pattern` (which
             covers the holonomic rows only: with `holonomic_only` or `m_n = 0`) instead
             of the dense Jacobian.
+        tangents: the factor serves a derivative rule's tangent solves: a block
+            tridiagonal `G` is then factored by cyclic reduction, not by the sweeps
+            (`JacobianPattern.block_schur_factor`).
     """
 
-    def __init__(self, model, q, t, p, *, holonomic_only, w=None, use_pattern):
+    def __init__(self, model, q, t, p, *, holonomic_only, w=None, use_pattern, tangents=False):
         pat = self.pattern = model.jacobian_pattern if use_pattern else None
         self.blocks = pat is not None and pat.schur_block_size is not None
         if pat is None:
@@ -40,7 +43,7 @@ class ConstraintGram:
         self.J = kin.holonomic_jacobian_values(model, q, t, p)
         w = jnp.ones(model.n, dtype=self.J.dtype) if w is None else w
         self.G = None if self.blocks else pat.schur(self.J, w)
-        self.factor = pat.block_schur_factor(self.J, w) if self.blocks else spd_factor(self.G)
+        self.factor = pat.block_schur_factor(self.J, w, tangents) if self.blocks else spd_factor(self.G)
 
     def matvec(self, v):
         """`J v`, `v (n,)`."""

@@ -43,7 +43,10 @@ MARGIN_TOL = 1e-3
 def rank_margin(model, q, t, p):
     """`min(diag L) / max(diag L)` for `L Lᵀ = B Bᵀ`, `B = B(q, t) (m, n)`: about
     σ_min/σ_max of `B`, 0 (or NaN) where `B` has lost rank. Uses the sparse Jacobian
-    pattern when the model has one."""
+    pattern when the model has one, and a factorization with no library call
+    (`cholesky_diagonal`): this runs in the step-size guard, inside the step loop,
+    and a LAPACK call there, or the planar front end's dense Jacobian, kept XLA from
+    compiling the loop into one kernel (`mbdjax._xla_cpu`)."""
     pattern = model.jacobian_pattern
     if pattern is not None and model.m_n == 0:
         vals = kin.holonomic_jacobian_values(model, q, t, p)

@@ -20,7 +20,8 @@ from collections import defaultdict
 import jax.numpy as jnp
 import numpy as np
 
-from ._blocktridiag import block_tridiagonal_factor, block_tridiagonal_factor_solve, block_tridiagonal_solve
+from ._blocktridiag import (block_tridiagonal_factor, block_tridiagonal_factor_solve, block_tridiagonal_solve,
+                            cyclic_factor, cyclic_factor_solve)
 
 
 def _block_size(keys, m):
@@ -200,14 +201,20 @@ class JacobianPattern:
         D, E = self.schur_blocks(vals, w)
         return self._unblocked(block_tridiagonal_solve(D, E, self._blocked(rhs)))
 
-    def block_schur_factor(self, vals, w):
-        """The block cyclic reduction of `B diag(w) Bᵀ`, for several
-        `block_schur_factor_solve` at the cost of one reduction."""
-        return block_tridiagonal_factor(*self.schur_blocks(vals, w))
+    def block_schur_factor(self, vals, w, tangents=False):
+        """A factorization of the block-tridiagonal `B diag(w) Bᵀ`, for several
+        `block_schur_factor_solve` at the cost of one: the block LDLᵀ sweeps, or with
+        `tangents` (solves for the tangents of a derivative rule) the block cyclic
+        reduction (`mbdjax._blocktridiag.cyclic_factor`)."""
+        if tangents:
+            return "cyclic", cyclic_factor(*self.schur_blocks(vals, w))
+        return "sweeps", block_tridiagonal_factor(*self.schur_blocks(vals, w))
 
     def block_schur_factor_solve(self, factor, rhs):
         """`(B diag(w) Bᵀ)⁻¹ rhs` from `block_schur_factor(vals, w)`; `rhs (m,)`."""
-        return self._unblocked(block_tridiagonal_factor_solve(factor, self._blocked(rhs)))
+        kind, F = factor
+        solve = cyclic_factor_solve if kind == "cyclic" else block_tridiagonal_factor_solve
+        return self._unblocked(solve(F, self._blocked(rhs)))
 
     def _blocked(self, rhs):
         """`rhs (m,)` as `(k, s)` blocks of `schur_block_size`, zero-padded."""

@@ -202,3 +202,24 @@ def test_cholesky_diagonal_without_a_library_call():
     np.testing.assert_allclose(d[:2], [2.0, 1.0], rtol=1e-15)
     assert np.all(np.isnan(d[2:]))
     assert "cholesky" not in str(jax.make_jaxpr(cholesky_diagonal)(jnp.eye(3)))
+
+
+def test_one_system_sweeps_in_a_program_that_does_not_grow_with_the_blocks():
+    """One system is factored and solved by block LDLᵀ sweeps (`lax.scan` over the
+    blocks), so its program is the same size for 5 and for 40 blocks (the unrolled
+    cyclic reduction's grew with every level and made a 10-link chain's step loop
+    compile twice as long); it matches NumPy's dense solve (1e-12), and an indefinite
+    pivot gives NaN, as LAPACK's Cholesky does."""
+    def size(k):
+        D, E, r = jnp.ones((k, 2, 2)), jnp.ones((k - 1, 2, 2)), jnp.ones((k, 2))
+        return len(jax.make_jaxpr(
+            lambda D, E, r: block_tridiagonal_factor_solve(block_tridiagonal_factor(D, E), r))(D, E, r).eqns)
+
+    assert size(5) == size(40)
+    rng = np.random.default_rng(8)
+    A, D, E = random_block_tridiagonal(40, 2, rng)
+    r = rng.standard_normal(80)
+    np.testing.assert_allclose(np.asarray(solve(jnp.asarray(D), jnp.asarray(E), jnp.asarray(r).reshape(40, 2))).reshape(-1),
+                               np.linalg.solve(A, r), rtol=0, atol=1e-12)
+    D[20] = -np.eye(2)
+    assert np.isnan(np.asarray(solve(jnp.asarray(D), jnp.asarray(E), jnp.asarray(r).reshape(40, 2)))).any()

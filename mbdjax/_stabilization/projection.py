@@ -140,14 +140,15 @@ def project_velocities(model, q, qd, t, p, fallback=True):
     return qd - _min_norm_correction(B, B @ qd - kin.velocity_rhs(model, q, t, p), fallback)
 
 
-def _Gram(model, q, t, p, use_pattern, velocities=False):
+def _Gram(model, q, t, p, use_pattern, velocities=False, tangents=False):
     """`Φ_q` (with `velocities`: `B = [Φ_q; A]`) at one configuration with one
     factorization of its Gram matrix `G = J Jᵀ`, for several minimum-norm corrections
     `Jᵀ G⁻¹ r` (`mbdjax._gram.ConstraintGram` with unit weights; with `use_pattern`,
     from the sparse pattern's nonzeros and its block solve, as `_uses_pattern` chose
     when the projection was traced: a static argument, so the derivative rules, traced
     later, solve as their primal did)."""
-    return ConstraintGram(model, q, t, p, holonomic_only=not velocities, use_pattern=use_pattern)
+    return ConstraintGram(model, q, t, p, holonomic_only=not velocities, use_pattern=use_pattern,
+                          tangents=tangents)
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0, 4, 5))
@@ -190,7 +191,7 @@ def _project_independent_jvp(model, iterations, use_pattern, primals, tangents):
     (`tests/test_gradients_default.py`)."""
     q, t, p = primals
     dq, dt, dp = tangents
-    gram = _Gram(model, q, t, p, use_pattern)
+    gram = _Gram(model, q, t, p, use_pattern, tangents=True)
     projected = _newton_steps(model, gram, q, t, p, iterations)
     _, dphi = jax.jvp(lambda q, t, p: kin.holonomic(model, q, t, p), (projected, t, p), (dq, dt, dp))
     return projected, dq - gram.correction(dphi)
@@ -228,7 +229,7 @@ def _project_velocities_independent_jvp(model, use_pattern, primals, tangents):
     forward derivative of `(c, Bᵀ y)` and one more solve with the factor."""
     q, qd, t, p = primals
     dq, dqd, dt, dp = tangents
-    gram = _Gram(model, q, t, p, use_pattern, velocities=True)
+    gram = _Gram(model, q, t, p, use_pattern, velocities=True, tangents=True)
     y = gram.solve(gram.matvec(qd) - kin.velocity_rhs(model, q, t, p))
     projected = qd - gram.transpose_matvec(y)
     _, (dc, w) = jax.jvp(lambda q, v, t, p: _velocity_terms(model, q, v, y, t, p),
