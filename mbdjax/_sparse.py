@@ -196,7 +196,7 @@ class JacobianPattern:
 
     def block_schur_solve(self, vals, w, rhs):
         """`x = (B diag(w) Bᵀ)⁻¹ rhs` from the block-tridiagonal form (`schur_blocks`)
-        by block cyclic reduction; `rhs (m,)`. NaN where a pivot block is not positive
+        by the block-tridiagonal solve; `rhs (m,)`. NaN where a pivot block is not positive
         definite (dependent rows make it singular: check before relying on it)."""
         D, E = self.schur_blocks(vals, w)
         return self._unblocked(block_tridiagonal_solve(D, E, self._blocked(rhs)))

@@ -377,7 +377,7 @@ def test_projection_with_independent_rows_lands_on_the_constraints(form):
     default Newton steps, and the correction lies in the row space of Φ_q at the start
     (the minimum-norm property: its least-squares remainder in NumPy below 1e-15).
     `blocks`: traced as the step of one trajectory's loop (`step_loop`), where the
-    projection solves the chain's Gram matrix by block cyclic reduction below
+    projection solves the chain's Gram matrix by the block-tridiagonal solve below
     `BLOCK_GRAM_MIN_ROWS` rows too."""
     import contextlib
 
@@ -430,7 +430,7 @@ def test_velocity_projection_derivative_matches_finite_differences(form):
     x = np.concatenate([q, qd])
     h = 1e-6
     fd = np.stack([(reference(x + h * e) - reference(x - h * e)) / (2 * h) for e in np.eye(24)], axis=1)
-    blocks = form == "blocks"  # the pattern's block cyclic reduction, else the dense Cholesky
+    blocks = form == "blocks"  # the pattern's block-tridiagonal solve, else the dense Cholesky
     f = lambda x: _project_velocities_independent(model, x[:12], x[12:], 0.0, model.params, blocks)  # noqa: E731
     np.testing.assert_allclose(np.asarray(f(x)), reference(x), atol=1e-13)
     for jac in (jax.jacfwd, jax.jacrev):

@@ -10,7 +10,7 @@ an `m × m` solve with no `n × n` work. With a sparse Jacobian (the planar and 
 front ends) `S` is formed from the nonzeros of `B` only (`mbdjax._sparse`); when its
 rows group into blocks that couple only with their neighbours (a serial chain: each
 joint shares a body with the joints before and after it) and the rows are independent,
-`S` is assembled as blocks and solved by block cyclic reduction
+`S` is assembled as blocks and solved as a block-tridiagonal system
 (`mbdjax._blocktridiag`), so the right-hand side costs O(m) instead of the O(m³) of a
 dense Cholesky.
 
@@ -53,7 +53,7 @@ class Augmented(AbstractFormulation):
         redundant: whether the constraint rows handed to it may be dependent. `None`
             (the default) is set by `simulate`, which removes redundant rows at the
             initial state (`mbdjax._redundancy`) and then solves by Cholesky (or
-            block cyclic reduction for a block-tridiagonal `S`, see above). Where the
+            the block-tridiagonal solve for a block-tridiagonal `S`, see above). Where the
             rank could not be read (inputs traced by an enclosing jit or vmap), or
             with `True`, a singular `S` falls back to least squares (minimum-norm
             multipliers) behind a branch.
@@ -207,7 +207,7 @@ class Augmented(AbstractFormulation):
 def _schur_solution(model, q, t, p, Q, g, fallback):
     """`(q̈, λ)` by the Schur complement: `(B M⁻¹ Bᵀ) λ = B M⁻¹ Q − g`,
     `q̈ = M⁻¹(Q − Bᵀ λ)`. `fallback`: the rows may be dependent (least squares where `S`
-    is singular); otherwise Cholesky, or block cyclic reduction for a serial chain."""
+    is singular); otherwise Cholesky, or the block-tridiagonal solve for a serial chain."""
     Minv = 1.0 / dyn.mass_diagonal(model, p)
     pattern = model.jacobian_pattern
     if pattern is not None and model.m_n == 0:

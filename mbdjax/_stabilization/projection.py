@@ -34,7 +34,7 @@ RESIDUAL_RTOL = 1e-6
 def _sparse_min_norm_correction(model, vals, r, fallback=True):
     """`Jᵀ (J Jᵀ)⁻¹ r` from the nonzeros `vals` of `J = Φ_q` (`model.jacobian_pattern`).
 
-    A block-tridiagonal `J Jᵀ` (a serial chain) is solved by block cyclic reduction in
+    A block-tridiagonal `J Jᵀ` (a serial chain) is solved by the block-tridiagonal solve in
     O(m). Whether the rows are independent is not known here, so the solve is checked
     by its residual: dependent rows make the reduction's pivots singular (NaN or a
     solution far off), and then the dense Cholesky / least-squares correction is used
@@ -72,7 +72,7 @@ _MEMBERS = contextvars.ContextVar("mbdjax_projection_batch_members", default=Fal
 def step_loop():
     """Trace the projections inside the block as the step of one trajectory's solver
     loop (`mbdjax._solve.ProjectedSolver`): a serial chain's Gram matrix is then solved
-    by block cyclic reduction at any size. A LAPACK call (the dense Cholesky) inside
+    by the block-tridiagonal solve at any size. A LAPACK call (the dense Cholesky) inside
     the loop keeps XLA from compiling the loop into one kernel (`mbdjax._xla_cpu`):
     on the 10-link pendulum chain (20 rows) the default 10 s run took 89 ms with the
     reduction against 106–139 ms, for 0.8 s more compile time."""
