@@ -248,11 +248,13 @@ def _solve_kkt(schur, Minv, r1, r2):
     return Minv * (r1 - schur.transpose_matvec(y)), y
 
 
-def _accelerations(model, stabilization, q, qd, t, p, tangents=False):
+def _accelerations(model, stabilization, q, qd, t, p):
+    """`(S, M⁻¹, (q̈, λ))` for the derivative rule: the Schur complement `S` factored
+    for tangent solves (`ConstraintGram(tangents=True)`) and the solution with it."""
     Q, g = _forcing_and_g(model, stabilization, q, qd, t, p)
     Minv = 1.0 / dyn.mass_diagonal(model, p)
     schur = ConstraintGram(model, q, t, p, holonomic_only=False, w=Minv,
-                           use_pattern=model.jacobian_pattern is not None and model.m_n == 0, tangents=tangents)
+                           use_pattern=model.jacobian_pattern is not None and model.m_n == 0, tangents=True)
     return schur, Minv, _solve_kkt(schur, Minv, Q, g)
 
 
@@ -279,7 +281,7 @@ def _schur_accelerations(static, q, qd, t, p, dynamic):
 def _schur_accelerations_jvp(static, primals, tangents):
     q, qd, t, p, dynamic = primals
     model, stabilization = eqx.combine(dynamic, static)
-    schur, Minv, (qdd, lam) = _accelerations(model, stabilization, q, qd, t, p, tangents=True)
+    schur, Minv, (qdd, lam) = _accelerations(model, stabilization, q, qd, t, p)
     _, (r1, r2) = jax.jvp(
         lambda q, qd, t, p, dynamic: _kkt_residual(*eqx.combine(dynamic, static), q, qd, t, p, qdd, lam),
         primals, tangents)

@@ -69,6 +69,14 @@ _MEMBERS = contextvars.ContextVar("mbdjax_projection_batch_members", default=Fal
 
 
 @contextlib.contextmanager
+def _set(flag):
+    token = flag.set(True)
+    try:
+        yield
+    finally:
+        flag.reset(token)
+
+
 def step_loop():
     """Trace the projections inside the block as the step of one trajectory's solver
     loop (`mbdjax._solve.ProjectedSolver`): a serial chain's Gram matrix is then solved
@@ -76,24 +84,15 @@ def step_loop():
     the loop keeps XLA from compiling the loop into one kernel (`mbdjax._xla_cpu`):
     on the 10-link pendulum chain (20 rows) the default 10 s run took 89 ms with the
     reduction against 106–139 ms, for 0.8 s more compile time."""
-    token = _STEP_LOOP.set(True)
-    try:
-        yield
-    finally:
-        _STEP_LOOP.reset(token)
+    return _set(_STEP_LOOP)
 
 
-@contextlib.contextmanager
 def batch_members():
     """Trace the `simulate` calls inside the block as members of a batch
     (`simulate_batch`): there the per-member work dominates and the batched dense
     Cholesky is the faster solve below `BLOCK_GRAM_MIN_ROWS`, so `step_loop` does not
     apply."""
-    token = _MEMBERS.set(True)
-    try:
-        yield
-    finally:
-        _MEMBERS.reset(token)
+    return _set(_MEMBERS)
 
 
 def one_trajectory():
