@@ -33,8 +33,9 @@ _COMPILED = CompiledCache(16)
 def _rows_at_start(model, q0, q_ax, p, p_axes, t0):
     """The independent constraint rows at the first member's initial state
     (`mbdjax._redundancy.select_rows`): decided once, outside the compiled call, and
-    used by every member. None when the inputs are traced (simulate_batch inside jit
-    or grad): the members then solve with a least-squares fallback."""
+    used by every member (read through `jax.grad`/`jax.vmap` tracers as `select_rows`
+    does). None when the inputs are staged (simulate_batch inside `jax.jit`): the
+    members then solve with a least-squares fallback, and warn."""
     first = lambda x, ax: x if ax is None else x[0]  # noqa: E731
     leaves, treedef = jax.tree_util.tree_flatten(p)
     p1 = jax.tree_util.tree_unflatten(treedef, [first(x, ax) for x, ax in zip(leaves, p_axes)])

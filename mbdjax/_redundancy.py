@@ -35,7 +35,7 @@ import numpy as np
 
 from . import _kinematics as kin
 from ._checks import independent_rows
-from ._tracing import CompiledCache, concrete_evaluation, one_shot_filter_jit
+from ._tracing import CompiledCache, concrete_evaluation, host_value, one_shot_filter_jit
 
 RANK_RTOL = 1e-9
 """Relative tolerance of the rank decision (the same as `mbdjax.check`)."""
@@ -69,9 +69,10 @@ class RowSelection(NamedTuple):
 
 def select_rows(model, q, t, p, rtol=RANK_RTOL) -> RowSelection | None:
     """The rows to keep at state `q`, time `t`: all of them when `B` has full row
-    rank; None when `q`, `t` or `p` are traced (inside jit or vmap) so the rank cannot
-    be read here. With traced parameters only (under `jax.grad`), the rank is read
-    with the model's own parameter values.
+    rank. Under `jax.grad`, `jax.jacfwd` or `jax.vmap` the values are read through the
+    tracers (`mbdjax._tracing.host_value`; under vmap, the first member's). None when
+    `q` or `t` are staged inside `jax.jit`, where the rank cannot be read before the
+    program runs; parameters staged there are replaced by the model's own values.
 
     Example:
 
@@ -84,10 +85,17 @@ def select_rows(model, q, t, p, rtol=RANK_RTOL) -> RowSelection | None:
     """
     if model.m == 0:
         return RowSelection((), (), ())
-    for params in (p, model.params):
+    q, t = host_value(q), host_value(t)
+    if q is None or t is None:
+        return None
+    B = None
+    for params in (host_value(p), model.params):
+        if params is None:
+            continue
         try:
             with concrete_evaluation():
-                B = np.asarray(_constraint_jacobian(model, q, float(t), params), dtype=float)
+                B = np.asarray(_constraint_jacobian(model, jnp.asarray(q, dtype=float), float(t), params),
+                               dtype=float)
             break
         except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError, TypeError):
             B = None

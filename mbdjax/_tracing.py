@@ -16,6 +16,45 @@ def is_concrete(*trees) -> bool:
     return not any(isinstance(leaf, jax.core.Tracer) for tree in trees for leaf in jax.tree_util.tree_leaves(tree))
 
 
+class _Staged(Exception):
+    """A leaf whose value exists only when a compiled program runs."""
+
+
+def _leaf_value(x):
+    axes = []          # the batch axes of nested vmaps, outermost tracer first
+    while isinstance(x, jax.core.Tracer):
+        if hasattr(x, "primal"):        # jax.jvp / jax.jacfwd (JVPTracer), jax.grad (LinearizeTracer)
+            x = x.primal
+        elif hasattr(x, "batch_dim"):   # jax.vmap (BatchTracer): the first member
+            if isinstance(x.batch_dim, int):
+                axes.append(x.batch_dim)
+            x = x.val
+        else:                           # staged for compilation (jit): no value yet
+            raise _Staged
+    x = np.asarray(x)
+    for axis in reversed(axes):         # the innermost value carries every batch axis
+        x = np.take(x, 0, axis=axis)
+    return x
+
+
+def host_value(tree):
+    """The values of `tree` for a host-side decision, or None where they do not exist
+    yet.
+
+    Concrete leaves are read as they are. A tracer of differentiation (`jax.grad`,
+    `jax.jvp`, `jax.jacfwd`, ...) carries its primal value, which is read; a tracer of
+    `jax.vmap` gives its first member (as `simulate_batch` reads its first member).
+    Under `jax.jit` (and any other staging trace) a leaf has no value until the
+    compiled program runs: then None. The result is NumPy arrays, for decisions such
+    as the rank of the constraint Jacobian at the initial state
+    (`mbdjax._redundancy.select_rows`), never for values that flow into the
+    computation (they would carry no derivative)."""
+    try:
+        return jax.tree_util.tree_map(_leaf_value, tree)
+    except _Staged:
+        return None
+
+
 def device_array(x, dtype=float):
     """`x` as a JAX array on the default device, converted on the host: `jnp.asarray`
     of host data compiles a small conversion program per shape (traced, lowered and

@@ -2,7 +2,9 @@
 configuration (THEORY §8), each against an independent reference named in the test."""
 
 import math
+import warnings
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -104,6 +106,44 @@ def test_rows_kept_are_independent_and_holonomic_first():
     skate = _skate()
     rows = select_rows(skate, jnp.array([0.0, 0.0, 0.3]), 0.0, skate.params)
     assert rows.nonholonomic == (0,) and rows.dropped == ("blade_again",)
+
+
+def test_rows_are_read_through_grad_jacfwd_and_vmap_but_not_inside_jit(parallelogram):
+    """Under `jax.grad`, `jax.jacfwd` and `jax.vmap` (nested too) the initial state's
+    values exist and the selection reads them (vmap: the first member), so the
+    redundant link is found as at the top level (the row numpy's rank drops in the test
+    above); inside `jax.jit` they do not exist before the run: None. `simulate` under
+    `jax.grad` with respect to the initial state integrates the kept rows (its settings
+    name the dropped one), and inside `jax.jit` it warns that its solves guard against
+    redundant rows, naming `rows=` as the fix."""
+    ex = parallelogram
+    seen = []
+
+    def grab(q):
+        seen.append(select_rows(ex.model, q, 0.0, ex.model.params))
+        return jnp.sum(q)
+
+    jax.grad(grab)(ex.q0)
+    jax.jacfwd(grab)(ex.q0)
+    jax.vmap(grab)(jnp.stack([ex.q0, ex.q0 + 0.3]))
+    jax.vmap(jax.vmap(grab))(jnp.stack([ex.q0, ex.q0])[None])
+    jax.jit(grab)(ex.q0)
+    assert [None if r is None else r.dropped for r in seen] == [("link_coupler.y",)] * 4 + [None]
+
+    settings = []
+
+    def final_angle(q0):
+        traj = mbd.simulate(ex.model, q0, ex.qd0, t1=0.05, saveat=2)
+        settings.append(dict(traj.settings))
+        return traj.q[-1, 0]
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="simulate: the initial state is staged")
+        jax.grad(final_angle)(ex.q0)
+    assert settings[-1]["redundant_rows"] == "link_coupler.y"
+    with pytest.warns(UserWarning, match=r"staged inside jax.jit.*rows=mbdjax.select_rows"):
+        jax.jit(final_angle)(ex.q0)
+    assert "redundant_rows" not in settings[-1]
 
 
 def test_bricard_loop_is_redundant_once():
