@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
-
 import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 
 from ._rk import SolverOf
-from ._stabilization.projection import one_trajectory, step_loop
+from ._stabilization.projection import step_loop
 
 
 class ProjectedSolver(SolverOf, diffrax.AbstractWrappedSolver):
@@ -32,7 +30,6 @@ class ProjectedSolver(SolverOf, diffrax.AbstractWrappedSolver):
 
     solver: diffrax.AbstractSolver
     project: callable = eqx.field(static=True)
-    one_trajectory: bool = eqx.field(static=True, default=False)
 
     @property
     def scan_kind(self):
@@ -64,9 +61,9 @@ class ProjectedSolver(SolverOf, diffrax.AbstractWrappedSolver):
         y1, y_error, dense_info, solver_state, result = self.solver.step(
             terms, t0, t1, y0, args, solver_state, True
         )
-        # One trajectory's step loop: the projection keeps LAPACK calls out of the loop
-        # where it can (`step_loop`), so XLA compiles the loop into one kernel.
-        with step_loop() if self.one_trajectory else contextlib.nullcontext():
+        # The projection keeps LAPACK calls out of the step loop where it can
+        # (`step_loop`), so XLA compiles the loop into one kernel.
+        with step_loop():
             y1 = self.project(t1, y1, args)
         return y1, y_error, dense_info, solver_state, result
 
@@ -115,7 +112,7 @@ def solve(vector_field, project, settings, t0, t1, y0, args, ts, *, event=None, 
     meter = rest[0] if rest else diffrax.NoProgressMeter()
     stream = len(rest) > 1 and bool(rest[1])
     if project is not None:
-        solver = ProjectedSolver(solver=solver, project=project, one_trajectory=one_trajectory())
+        solver = ProjectedSolver(solver=solver, project=project)
     if save_final:
         save = diffrax.SaveAt(subs=[diffrax.SubSaveAt(ts=ts), diffrax.SubSaveAt(t1=True)])
     else:

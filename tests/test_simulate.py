@@ -345,18 +345,20 @@ def _chain_jacobian(q):
 
 
 @pytest.mark.parametrize("members", [False, True])
-def test_step_loop_of_one_trajectory_has_no_lapack_call(members):
+def test_step_loop_and_batch_members_have_no_lapack_call(members):
     """A LAPACK call inside the step loop keeps XLA from compiling the loop into one
-    kernel (`mbdjax._xla_cpu`), so one trajectory's projected step of the 10-link chain
-    (20 rows, below `BLOCK_GRAM_MIN_ROWS`) solves its Gram matrices by block cyclic
-    reduction: its program holds no `cholesky` or `triangular_solve`. A batch's members
-    (`batch_members`) keep the dense Cholesky, the faster solve there."""
+    kernel (`mbdjax._xla_cpu`), so a projected step of the 10-link chain (20 rows, below
+    `BLOCK_GRAM_MIN_ROWS`) solves its Gram matrices by the block-tridiagonal solve: its
+    program holds no `cholesky` or `triangular_solve`, for one trajectory and for a
+    batch's members (`batch_members`) alike. The projection of a saved point is traced
+    outside the step: one trajectory's keeps the dense Cholesky (it compiles faster),
+    a batch member's uses the block solve (half the batched dense Cholesky's cost)."""
     import contextlib
 
     from mbdjax._integrate import resolve_formulation, resolve_stabilization
     from mbdjax._redundancy import restrict, select_rows
     from mbdjax._solve import ProjectedSolver
-    from mbdjax._stabilization.projection import batch_members, one_trajectory
+    from mbdjax._stabilization.projection import batch_members
 
     ex = models.pendulum_chain(10)
     p = ex.model.params
@@ -365,13 +367,18 @@ def test_step_loop_of_one_trajectory_has_no_lapack_call(members):
     stab = resolve_stabilization("projection").with_rows(True)
     y0 = jnp.concatenate([ex.q0, ex.qd0])
     term = diffrax.ODETerm(lambda t, y, args: form.vector_field(work, t, y, args, stab))
+    project = lambda t, y, args: form.project(work, t, y, args, stab)  # noqa: E731
     with batch_members() if members else contextlib.nullcontext():
-        solver = ProjectedSolver(solver=diffrax.Tsit5(), one_trajectory=one_trajectory(),
-                                 project=lambda t, y, args: form.project(work, t, y, args, stab))
+        solver = ProjectedSolver(solver=diffrax.Tsit5(), project=project)
         state = solver.init(term, 0.0, 1e-3, y0, p)
-        jaxpr = str(jax.make_jaxpr(lambda y: solver.step(term, 0.0, 1e-3, y, p, state, False)[0])(y0))
-    lapack = "cholesky" in jaxpr or "triangular_solve" in jaxpr
-    assert lapack == members
+        step = str(jax.make_jaxpr(lambda y: solver.step(term, 0.0, 1e-3, y, p, state, False)[0])(y0))
+        saved = str(jax.make_jaxpr(lambda y: project(0.0, y, p))(y0))
+
+    def lapack(jaxpr):
+        return "cholesky" in jaxpr or "triangular_solve" in jaxpr
+
+    assert not lapack(step)
+    assert lapack(saved) == (not members)
 
 
 @pytest.mark.parametrize("form", ["dense", "blocks"])

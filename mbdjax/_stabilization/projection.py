@@ -56,13 +56,12 @@ def _sparse_min_norm_correction(model, vals, r, fallback=True):
 
 
 BLOCK_GRAM_MIN_ROWS = 32
-"""From this many holonomic rows a block-tridiagonal Gram matrix is solved by block cyclic
-reduction even when the model also gives its dense `Φ_q` (the planar front end does)
-and the projection is not the step of one trajectory's loop (`step_loop`): the saved
-points, a batch's members, the initial state. There the dense Cholesky's program
-compiles faster (2 s less for the pendulum chain's run, which the reduction made 5 %
-faster at 20 rows and 22 % at 40); a batch of 1024 10-link chains ran 1.89 s with the
-batched Cholesky against 2.12 s with the reduction."""
+"""From this many holonomic rows a block-tridiagonal Gram matrix is solved by the
+block-tridiagonal solve even when the model also gives its dense `Φ_q` (the planar
+front end does) and the projection is neither a step of a solver loop (`step_loop`) nor
+part of a batch's members (`batch_members`): the saved points of one trajectory, the
+initial state. There the dense Cholesky's program compiles faster (0.2–0.7 s less for
+the 5- to 20-link pendulum chains' runs with 201 saved points, at the same run time)."""
 
 _STEP_LOOP = contextvars.ContextVar("mbdjax_projection_step_loop", default=False)
 _MEMBERS = contextvars.ContextVar("mbdjax_projection_batch_members", default=False)
@@ -78,26 +77,24 @@ def _set(flag):
 
 
 def step_loop():
-    """Trace the projections inside the block as the step of one trajectory's solver
-    loop (`mbdjax._solve.ProjectedSolver`): a serial chain's Gram matrix is then solved
-    by the block-tridiagonal solve at any size. A LAPACK call (the dense Cholesky) inside
+    """Trace the projections inside the block as the step of a solver loop
+    (`mbdjax._solve.ProjectedSolver`): a serial chain's Gram matrix is then solved by
+    the block-tridiagonal solve at any size. A LAPACK call (the dense Cholesky) inside
     the loop keeps XLA from compiling the loop into one kernel (`mbdjax._xla_cpu`):
     on the 10-link pendulum chain (20 rows) the default 10 s run took 89 ms with the
-    reduction against 106–139 ms, for 0.8 s more compile time."""
+    block solve against 106–139 ms."""
     return _set(_STEP_LOOP)
 
 
 def batch_members():
     """Trace the `simulate` calls inside the block as members of a batch
-    (`simulate_batch`): there the per-member work dominates and the batched dense
-    Cholesky is the faster solve below `BLOCK_GRAM_MIN_ROWS`, so `step_loop` does not
-    apply."""
+    (`simulate_batch`): a serial chain's Gram matrix is then solved by the
+    block-tridiagonal solve at any size, at the saved points too. Over 1024 members
+    the batched block solve projects a 10-link chain's state in 4.7 µs a member
+    against 9.1 µs with the batched dense Cholesky (LAPACK, one member after another),
+    and the batch of 0.25 s runs with 51 saved points took 1.51–1.63 s instead of
+    1.89–1.97 s."""
     return _set(_MEMBERS)
-
-
-def one_trajectory():
-    """Whether the trace is of one trajectory, not of a batch's members (`batch_members`)."""
-    return not _MEMBERS.get()
 
 
 def _uses_pattern(model, holonomic_only):
@@ -105,7 +102,8 @@ def _uses_pattern(model, holonomic_only):
     if pat is None or not (holonomic_only or model.m_n == 0):
         return False
     return model.holonomic_jacobian_fn is None or (
-        pat.schur_block_size is not None and (model.m_h >= BLOCK_GRAM_MIN_ROWS or _STEP_LOOP.get()))
+        pat.schur_block_size is not None
+        and (model.m_h >= BLOCK_GRAM_MIN_ROWS or _STEP_LOOP.get() or _MEMBERS.get()))
 
 
 def project_positions(model, q, t, p, iterations=2, fallback=True):
