@@ -310,9 +310,12 @@ def _single_shooting(model, fn, outputs, paths, kinds, q0, simulate_kwargs):
         settings = tuple(sorted(simulate_kwargs.items()))
     except TypeError:   # settings that cannot be ordered: compile for this fit only
         return build()
-    # outputs: a name, a list or tuple of names (a list kept as given would make the key
-    # unhashable, and every fit compile anew), or a function of the trajectory
-    named = (outputs,) if isinstance(outputs, str) else tuple(outputs) if not callable(outputs) else id(outputs)
+    # Names as a tuple: a list of names kept as given would make the key unhashable,
+    # and every fit compile anew.
+    if callable(outputs):
+        named = id(outputs)
+    else:
+        named = (outputs,) if isinstance(outputs, str) else tuple(outputs)
     key = (id(model), named, paths, kinds, id(q0) if callable(q0) else None, settings)
     return _COMPILED.get(key, (model, outputs, q0), build)
 

@@ -8,7 +8,7 @@ triangular solves with a vector (O(m²)) and transposes just as cheaply for reve
 mode. That is what `spd_solve` does.
 
 A semidefinite `S` (dependent rows) only reaches these solves when the rank could not
-be read before the run (inputs traced by an enclosing `jit`/`vmap`): `simulate`
+be read before the run (the initial state staged by an enclosing `jit`): `simulate`
 removes redundant rows once, at the initial state (`mbdjax._redundancy`), and then
 tells the formulation and the stabilization that the rows are independent, so their
 solves are plain Cholesky (`fallback=False`). With `fallback=True` an ill-conditioned

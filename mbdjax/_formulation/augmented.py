@@ -54,7 +54,7 @@ class Augmented(AbstractFormulation):
             (the default) is set by `simulate`, which removes redundant rows at the
             initial state (`mbdjax._redundancy`) and then solves by Cholesky (or
             the block-tridiagonal solve for a block-tridiagonal `S`, see above). Where the
-            rank could not be read (inputs traced by an enclosing jit or vmap), or
+            rank could not be read (the initial state staged by an enclosing jit), or
             with `True`, a singular `S` falls back to least squares (minimum-norm
             multipliers) behind a branch.
         derivative_rule: differentiate the Schur solve of independent rows by its

@@ -101,8 +101,8 @@ class AbstractFormulation(eqx.Module):
     def with_rows(self, independent):
         """This formulation told whether the constraint rows of the model it is handed
         are known to be independent (`simulate` decides once, at the initial state,
-        after removing redundant rows: `mbdjax._redundancy`); None: unknown (traced
-        inputs). Default: the formulation does not use it."""
+        after removing redundant rows: `mbdjax._redundancy`); None: unknown (the
+        initial state staged by an enclosing jit). Default: the formulation does not use it."""
         return self
 
     def for_adjoint(self, adjoint):

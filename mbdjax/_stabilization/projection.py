@@ -63,17 +63,18 @@ part of a batch's members (`batch_members`): the saved points of one trajectory,
 initial state. There the dense Cholesky's program compiles faster (0.2–0.7 s less for
 the 5- to 20-link pendulum chains' runs with 201 saved points, at the same run time)."""
 
-_STEP_LOOP = contextvars.ContextVar("mbdjax_projection_step_loop", default=False)
-_MEMBERS = contextvars.ContextVar("mbdjax_projection_batch_members", default=False)
+# Set while a solver loop's step or a batch's members are traced (`step_loop`,
+# `batch_members`): both call for the block solve at any size.
+_BLOCKS = contextvars.ContextVar("mbdjax_projection_block_solves", default=False)
 
 
 @contextlib.contextmanager
-def _set(flag):
-    token = flag.set(True)
+def _block_solves():
+    token = _BLOCKS.set(True)
     try:
         yield
     finally:
-        flag.reset(token)
+        _BLOCKS.reset(token)
 
 
 def step_loop():
@@ -83,7 +84,7 @@ def step_loop():
     the loop keeps XLA from compiling the loop into one kernel (`mbdjax._xla_cpu`):
     on the 10-link pendulum chain (20 rows) the default 10 s run took 89 ms with the
     block solve against 106–139 ms."""
-    return _set(_STEP_LOOP)
+    return _block_solves()
 
 
 def batch_members():
@@ -94,7 +95,7 @@ def batch_members():
     against 9.1 µs with the batched dense Cholesky (LAPACK, one member after another),
     and the batch of 0.25 s runs with 51 saved points took 1.51–1.63 s instead of
     1.89–1.97 s."""
-    return _set(_MEMBERS)
+    return _block_solves()
 
 
 def _uses_pattern(model, holonomic_only):
@@ -102,8 +103,7 @@ def _uses_pattern(model, holonomic_only):
     if pat is None or not (holonomic_only or model.m_n == 0):
         return False
     return model.holonomic_jacobian_fn is None or (
-        pat.schur_block_size is not None
-        and (model.m_h >= BLOCK_GRAM_MIN_ROWS or _STEP_LOOP.get() or _MEMBERS.get()))
+        pat.schur_block_size is not None and (model.m_h >= BLOCK_GRAM_MIN_ROWS or _BLOCKS.get()))
 
 
 def project_positions(model, q, t, p, iterations=2, fallback=True):
