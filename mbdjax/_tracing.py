@@ -55,6 +55,36 @@ def host_value(tree):
         return None
 
 
+def jvp_of_perturbed(fn, primals, tangents):
+    """`jax.jvp(fn, primals, tangents)` inside a derivative rule registered with
+    `defjvp(..., symbolic_zeros=True)`: tangent leaves that are
+    `jax.custom_derivatives.SymbolicZero` (inputs the caller does not differentiate)
+    are held fixed instead of carrying explicit zeros through `fn`.
+
+    A rule without symbolic zeros receives zeros for every input without a tangent,
+    and differentiates along them: under `jax.jacfwd` with respect to the link masses
+    of the 10-link chain, the Schur solve's rule also propagated the lengths, the
+    gravity and the model's own arrays through the second derivatives of `Φ`.
+
+    Arguments: `primals` a tuple of the arguments of `fn`, `tangents` the same
+    structure with arrays or SymbolicZero leaves. Returns `(fn(*primals), tangent)`;
+    the tangent is zeros where nothing is perturbed."""
+    leaves, treedef = jax.tree_util.tree_flatten(tuple(primals))
+    dleaves = treedef.flatten_up_to(tuple(tangents))
+    active = [k for k, d in enumerate(dleaves) if not isinstance(d, jax.custom_derivatives.SymbolicZero)]
+    if not active:
+        out = fn(*primals)
+        return out, jax.tree_util.tree_map(jnp.zeros_like, out)
+
+    def of_perturbed(*xs):
+        full = list(leaves)
+        for k, x in zip(active, xs):
+            full[k] = x
+        return fn(*jax.tree_util.tree_unflatten(treedef, full))
+
+    return jax.jvp(of_perturbed, [leaves[k] for k in active], [dleaves[k] for k in active])
+
+
 def device_array(x, dtype=float):
     """`x` as a JAX array on the default device, converted on the host: `jnp.asarray`
     of host data compiles a small conversion program per shape (traced, lowered and

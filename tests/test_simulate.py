@@ -507,6 +507,73 @@ def test_schur_accelerations_derivative_matches_finite_differences(form):
         np.testing.assert_allclose(np.asarray(jax.jit(jac(g))(z)), fd, atol=1e-7 * np.max(np.abs(fd)))
 
 
+def test_derivative_rules_along_some_inputs_only():
+    """The derivative rules take symbolic zeros (inputs without a tangent are held
+    fixed, `mbdjax._tracing.jvp_of_perturbed`), so each is checked along one input at
+    a time, against central differences (h = 1e-6) of the NumPy references:
+    the Schur solve's q̈ (`_chain_accelerations`) along the masses alone and along q̇
+    alone, tolerance 1e-7 of the largest entry; the velocity projection along q alone
+    and along q̇ alone, 1e-8 (3-rod chain, `_chain_jacobian`); and the position
+    projection along q alone at a configuration on the constraints, where its
+    derivative is the orthogonal projector onto the null space of Φ_q: its Jacobian
+    times Φ_qᵀ vanishes to 1e-12 and it keeps Φ_q-null vectors (NumPy SVD), to 1e-12."""
+    from mbdjax._formulation.augmented import Augmented
+    from mbdjax._stabilization import resolve_stabilization
+    from mbdjax._stabilization.projection import _project_independent, _project_velocities_independent
+
+    model = models.pendulum_chain(3).model
+    form_ = Augmented(schur=True, redundant=False)
+    stab = resolve_stabilization("none")
+    rng = np.random.default_rng(5)
+    q, qd = rng.uniform(-1.0, 1.0, 9), rng.standard_normal(9)
+    masses = np.array([1.0, 1.5, 0.7])
+
+    def accelerations(q, qd, m):
+        p = {**model.params, **{f"link{i + 1}": {**model.params[f"link{i + 1}"], "mass": m[i]} for i in range(3)}}
+        return form_.accelerations(model, q, qd, 0.0, p, stab)[0]
+
+    def central(f, x):
+        h = 1e-6
+        return np.stack([(f(x + h * e) - f(x - h * e)) / (2 * h) for e in np.eye(len(x))], axis=1)
+
+    cases = [
+        (lambda m: accelerations(q, qd, m), lambda m: _chain_accelerations(np.concatenate([q, qd]), m), masses, 1e-7),
+        (lambda v: accelerations(q, v, masses), lambda v: _chain_accelerations(np.concatenate([q, v]), masses), qd,
+         1e-7),
+    ]
+
+    def velocity_reference(x, v):
+        J = _chain_jacobian(x)
+        return v - J.T @ np.linalg.solve(J @ J.T, J @ v)
+
+    for blocks in (False, True):
+        cases += [
+            (lambda x, b=blocks: _project_velocities_independent(model, x, qd, 0.0, model.params, b),
+             lambda x: velocity_reference(x, qd), q, 1e-8),
+            (lambda v, b=blocks: _project_velocities_independent(model, q, v, 0.0, model.params, b),
+             lambda v: velocity_reference(q, v), qd, 1e-8),
+        ]
+    for f, reference, x, tol in cases:
+        fd = central(reference, x)
+        for jac in (jax.jacfwd, jax.jacrev):
+            np.testing.assert_allclose(np.asarray(jax.jit(jac(f))(x)), fd, atol=tol * np.max(np.abs(fd)))
+    # positions: on the constraints (after the projection) the derivative is the
+    # orthogonal projector onto the null space of Φ_q
+    q_on, tip = np.zeros(9), np.zeros(2)
+    for i, a in enumerate([0.4, -0.7, 1.2]):
+        d = np.array([np.cos(a), np.sin(a)])
+        q_on[3 * i:3 * i + 2], q_on[3 * i + 2] = tip + 0.5 * d, a
+        tip = tip + d
+    assert np.max(np.abs(_chain_phi(q_on))) < 1e-15
+    J = _chain_jacobian(q_on)
+    null = np.linalg.svd(J)[2][J.shape[0]:].T
+    for blocks in (False, True):
+        P = np.asarray(jax.jit(jax.jacfwd(lambda x, b=blocks: _project_independent(model, x, 0.0, model.params, 2,
+                                                                                     b)))(q_on))
+        assert np.max(np.abs(P @ J.T)) < 1e-12
+        np.testing.assert_allclose(P @ null, null, atol=1e-12)
+
+
 def test_fixed_steps(pendulum):
     """`fixed_step=h` takes exactly (t1 − t0)/h steps; Tsit5 at h = 1 ms on the unit
     pendulum is within 1e-9 of the adaptive rtol-1e-11 run (fifth order: h⁵ ≈ 1e-15

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 from .. import _kinematics as kin
 from .._gram import ConstraintGram
 from .._linalg import spd_solve
+from .._tracing import jvp_of_perturbed
 from .base import AbstractStabilization
 
 
@@ -175,7 +176,6 @@ def _newton_steps(model, gram, q, t, p, iterations):
     return q
 
 
-@_project_independent.defjvp
 def _project_independent_jvp(model, iterations, use_pattern, primals, tangents):
     """The derivative of the projection `q* = π(q, t, p)` onto `Φ(·, t, p) = 0`:
     `dq* = dq − Φ_qᵀ G⁻¹ dΦ`, `dΦ = Φ_q(q*) dq + Φ_t dt + Φ_p dp`, the tangent moved
@@ -187,11 +187,18 @@ def _project_independent_jvp(model, iterations, use_pattern, primals, tangents):
     gradients through whole runs still match central differences to 1e-6
     (`tests/test_gradients_default.py`)."""
     q, t, p = primals
-    dq, dt, dp = tangents
+    dq = tangents[0]
     gram = _Gram(model, q, t, p, use_pattern, tangents=True)
     projected = _newton_steps(model, gram, q, t, p, iterations)
-    _, dphi = jax.jvp(lambda q, t, p: kin.holonomic(model, q, t, p), (projected, t, p), (dq, dt, dp))
+    _, dphi = jvp_of_perturbed(lambda q, t, p: kin.holonomic(model, q, t, p), (projected, t, p), tangents)
+    if isinstance(dq, jax.custom_derivatives.SymbolicZero):
+        return projected, -gram.correction(dphi)
     return projected, dq - gram.correction(dphi)
+
+
+# Symbolic zeros: inputs without a tangent (the parameters under a derivative with
+# respect to the initial state, the time) are held fixed, not differentiated along zeros.
+_project_independent.defjvp(_project_independent_jvp, symbolic_zeros=True)
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0, 5))
@@ -213,7 +220,6 @@ def _velocity_terms(model, q, qd, y, t, p):
     return Bqd - kin.velocity_rhs(model, q, t, p), BTy
 
 
-@_project_velocities_independent.defjvp
 def _project_velocities_independent_jvp(model, use_pattern, primals, tangents):
     """The derivative of `q̇* = q̇ − Bᵀ y`, `y = G⁻¹ (B q̇ − b)`, `G = B Bᵀ`, built on the
     primal factorization: with `dc` the derivative of `c = B q̇ − b` at `q̇*` along
@@ -225,13 +231,17 @@ def _project_velocities_independent_jvp(model, use_pattern, primals, tangents):
     `dG y = dB Bᵀ y + B dBᵀ y`) with no `dB`, `dG` or factorization formed: one
     forward derivative of `(c, Bᵀ y)` and one more solve with the factor."""
     q, qd, t, p = primals
-    dq, dqd, dt, dp = tangents
+    dqd = tangents[1]
     gram = _Gram(model, q, t, p, use_pattern, velocities=True, tangents=True)
     y = gram.solve(gram.matvec(qd) - kin.velocity_rhs(model, q, t, p))
     projected = qd - gram.transpose_matvec(y)
-    _, (dc, w) = jax.jvp(lambda q, v, t, p: _velocity_terms(model, q, v, y, t, p),
-                         (q, projected, t, p), (dq, dqd, dt, dp))
-    return projected, dqd - w - gram.correction(dc - gram.matvec(w))
+    _, (dc, w) = jvp_of_perturbed(lambda q, v, t, p: _velocity_terms(model, q, v, y, t, p),
+                                  (q, projected, t, p), tangents)
+    moved = -w if isinstance(dqd, jax.custom_derivatives.SymbolicZero) else dqd - w
+    return projected, moved - gram.correction(dc - gram.matvec(w))
+
+
+_project_velocities_independent.defjvp(_project_velocities_independent_jvp, symbolic_zeros=True)
 
 
 class Projection(AbstractStabilization):
