@@ -26,7 +26,8 @@ from ._singular import singular_configuration_error
 from ._solve import over_times
 from ._stabilization import resolve_stabilization
 from ._switching import switching_of
-from ._tracing import concrete_evaluation, device_array, host_value, is_concrete, one_shot_filter_jit, top_level
+from ._tracing import (concrete_evaluation, device_array, host_value, is_batched, is_concrete, one_shot_filter_jit,
+                       top_level)
 from ._trajectory import Trajectory
 
 _MESSAGES = (
@@ -286,9 +287,11 @@ def simulate(
     # not constants, so a tolerance study or a step-size sweep compiles one program; the
     # trajectory gets their values after the call.
     keys = tuple((k, None if k in _VALUED else v) for k, v in settings)
-    # Traced inputs (a member of `simulate_batch`, a caller's vmap): the per-output-time
-    # work one time after another (`mbdjax._solve.over_times`).
-    stream = not is_concrete(q0, qd0, p)
+    # Inputs batched by a vmap (a member of a vectorized `simulate_batch`, a caller's
+    # vmap): the per-output-time work one time after another (`mbdjax._solve.over_times`).
+    # A run only staged by jit (a member of a sequential batch) is a lone run: all at once
+    # (1024 sequential 10-link chains, 51 outputs each: 1.42 → 1.27 s).
+    stream = is_batched(q0, qd0, p)
     args = (model, work, rows, formulation, stabilization, solver, adjoint, q0, qd0, p, t0, t1, ts,
             device_array(rtol), device_array(atol),
             None if dt0 is None else device_array(dt0), int(max_steps), drift_tol, bool(throw),

@@ -37,6 +37,24 @@ def _leaf_value(x):
     return x
 
 
+def is_batched(*trees) -> bool:
+    """True when a leaf of the given pytrees is batched by an enclosing `jax.vmap`
+    (a vmap tracer, directly or under differentiation tracers), as the members of a
+    vectorized `simulate_batch` are. Leaves that are only staged by `jax.jit` (the
+    members of a sequential batch, a caller's jit) are not batched."""
+
+    def batched(x):
+        while isinstance(x, jax.core.Tracer):
+            if hasattr(x, "batch_dim"):
+                return True
+            if not hasattr(x, "primal"):
+                return False
+            x = x.primal
+        return False
+
+    return any(batched(leaf) for tree in trees for leaf in jax.tree_util.tree_leaves(tree))
+
+
 def host_value(tree):
     """The values of `tree` for a host-side decision, or None where they do not exist
     yet.
