@@ -136,12 +136,18 @@ def test_quick_run_without_mujoco_peers(tmp_path):
 @pytest.mark.slow
 def test_quick_run_with_mujoco(tmp_path):
     _mujoco()
+    try:        # MJX is the separate mujoco-mjx package from mujoco 4 on (the `[bench]` extra)
+        from mujoco import mjx  # noqa: F401
+        mjx_missing = False
+    except ImportError:
+        mjx_missing = True
     text, plot, _ = _run(tmp_path, "--no-wp")
     rows = _rows(text, "chain N=2") + _rows(text, "four-bar")
     for name in ("mbdjax simulate", "mbdjax simulate_batch", "MuJoCo mj_step RK4", "MuJoCo rollout RK4",
                  "MJX (CPU)", "NumPy+SciPy"):
         assert any(name in r for r in rows), name
-    assert not any("failed" in r for r in rows), [r for r in rows if "failed" in r]
+    failed = [r for r in rows if "failed" in r and not (mjx_missing and "MJX" in r and "ImportError" in r)]
+    assert not failed, failed
     _check_finite(rows)
     fb = [r for r in rows if r.startswith("| four-bar") and "mbdjax" in r and "projection" in r]
     assert fb and all(float(r.strip("|").split("|")[9]) < 1e-9 for r in fb)   # loop closure column
