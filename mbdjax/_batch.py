@@ -41,7 +41,7 @@ from ._params import float_params, nonfinite_entries
 from ._runtime_checks import checked_on_host, first_failure
 from ._singular import singular_configuration_error
 from ._redundancy import select_rows
-from ._tracing import CompiledCache, is_concrete
+from ._tracing import CompiledCache, is_concrete, picked_leaves
 from ._trajectory import Trajectory, flatten_params
 
 
@@ -137,17 +137,9 @@ class _AutoMembers:
 def _one_after_another(fn, in_axes, args):
     """`jax.vmap(fn, in_axes)(*args)` computed one member after another (`lax.map`):
     the leaves with a batch axis (0) are mapped over, the others (None) shared."""
-    leaves, treedef = jax.tree_util.tree_flatten(args)
-    axes = treedef.flatten_up_to(in_axes)
-    mapped = [k for k, ax in enumerate(axes) if ax is not None]
-
-    def member(xs):
-        full = list(leaves)
-        for k, x in zip(mapped, xs):
-            full[k] = x
-        return fn(*jax.tree_util.tree_unflatten(treedef, full))
-
-    return jax.lax.map(member, [leaves[k] for k in mapped])
+    axes = jax.tree_util.tree_structure(args).flatten_up_to(in_axes)
+    mapped, rebuild = picked_leaves(args, lambda k: axes[k] is not None)
+    return jax.lax.map(lambda xs: fn(*rebuild(*xs)), mapped)
 
 
 # Primitives that XLA's CPU backend runs as library calls (LAPACK) or host callbacks:
@@ -206,8 +198,9 @@ _MEMBERS = ("auto", "sequential", "vectorized")
 
 
 def _members_mode(members, devices):
-    """`"sequential"` or `"vectorized"` for `simulate_batch(members=...)`; `"auto"`:
-    sequential on one CPU device, vectorized otherwise."""
+    """`members` of `simulate_batch` checked and resolved for `devices`: `"auto"`
+    stays `"auto"` (decided at the first call, `_AutoMembers`) on one CPU device and
+    becomes `"vectorized"` otherwise."""
     if members not in _MEMBERS:
         raise SimulationError(f"simulate_batch: members must be one of {', '.join(map(repr, _MEMBERS))}; "
                               f"got {members!r}.")

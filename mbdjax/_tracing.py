@@ -20,20 +20,30 @@ class _Staged(Exception):
     """A leaf whose value exists only when a compiled program runs."""
 
 
-def _leaf_value(x):
-    axes = []          # the batch axes of nested vmaps, outermost tracer first
+def _unwrap(x):
+    """`(axes, value)`: the batch axes of the vmaps wrapping `x` (outermost first) and
+    the value underneath its differentiation and vmap tracers, None where a staging
+    trace (jit) holds it."""
+    axes = []
     while isinstance(x, jax.core.Tracer):
         if hasattr(x, "primal"):        # jax.jvp / jax.jacfwd (JVPTracer), jax.grad (LinearizeTracer)
             x = x.primal
-        elif hasattr(x, "batch_dim"):   # jax.vmap (BatchTracer): the first member
+        elif hasattr(x, "batch_dim"):   # jax.vmap (BatchTracer)
             if isinstance(x.batch_dim, int):
                 axes.append(x.batch_dim)
             x = x.val
         else:                           # staged for compilation (jit): no value yet
-            raise _Staged
+            return axes, None
+    return axes, x
+
+
+def _leaf_value(x):
+    axes, x = _unwrap(x)
+    if x is None:
+        raise _Staged
     x = np.asarray(x)
     for axis in reversed(axes):         # the innermost value carries every batch axis
-        x = np.take(x, 0, axis=axis)
+        x = np.take(x, 0, axis=axis)    # a vmap's first member
     return x
 
 
@@ -42,17 +52,23 @@ def is_batched(*trees) -> bool:
     (a vmap tracer, directly or under differentiation tracers), as the members of a
     vectorized `simulate_batch` are. Leaves that are only staged by `jax.jit` (the
     members of a sequential batch, a caller's jit) are not batched."""
+    return any(_unwrap(leaf)[0] for tree in trees for leaf in jax.tree_util.tree_leaves(tree))
 
-    def batched(x):
-        while isinstance(x, jax.core.Tracer):
-            if hasattr(x, "batch_dim"):
-                return True
-            if not hasattr(x, "primal"):
-                return False
-            x = x.primal
-        return False
 
-    return any(batched(leaf) for tree in trees for leaf in jax.tree_util.tree_leaves(tree))
+def picked_leaves(tree, pick):
+    """`(picked, rebuild)`: the leaves of `tree` for which `pick(position)` is true, and
+    a function that takes new values for them and returns `tree` with those leaves
+    replaced (the others kept as they are)."""
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    chosen = [k for k in range(len(leaves)) if pick(k)]
+
+    def rebuild(*values):
+        full = list(leaves)
+        for k, x in zip(chosen, values):
+            full[k] = x
+        return jax.tree_util.tree_unflatten(treedef, full)
+
+    return [leaves[k] for k in chosen], rebuild
 
 
 def host_value(tree):
@@ -87,20 +103,13 @@ def jvp_of_perturbed(fn, primals, tangents):
     Arguments: `primals` a tuple of the arguments of `fn`, `tangents` the same
     structure with arrays or SymbolicZero leaves. Returns `(fn(*primals), tangent)`;
     the tangent is zeros where nothing is perturbed."""
-    leaves, treedef = jax.tree_util.tree_flatten(tuple(primals))
-    dleaves = treedef.flatten_up_to(tuple(tangents))
-    active = [k for k, d in enumerate(dleaves) if not isinstance(d, jax.custom_derivatives.SymbolicZero)]
-    if not active:
+    dleaves = jax.tree_util.tree_structure(tuple(primals)).flatten_up_to(tuple(tangents))
+    perturbed = [not isinstance(d, jax.custom_derivatives.SymbolicZero) for d in dleaves]
+    if not any(perturbed):
         out = fn(*primals)
         return out, jax.tree_util.tree_map(jnp.zeros_like, out)
-
-    def of_perturbed(*xs):
-        full = list(leaves)
-        for k, x in zip(active, xs):
-            full[k] = x
-        return fn(*jax.tree_util.tree_unflatten(treedef, full))
-
-    return jax.jvp(of_perturbed, [leaves[k] for k in active], [dleaves[k] for k in active])
+    xs, rebuild = picked_leaves(tuple(primals), perturbed.__getitem__)
+    return jax.jvp(lambda *xs: fn(*rebuild(*xs)), xs, [d for d, on in zip(dleaves, perturbed) if on])
 
 
 def device_array(x, dtype=float):
