@@ -22,6 +22,7 @@ import numpy as np
 
 from . import _dynamics as dyn
 from . import _kinematics as kin
+from ._linalg import numerical_rank, dependent_rows
 from ._params import checked_params, nonfinite_entries
 from ._tracing import device_array, one_shot_filter_jit
 
@@ -132,46 +133,6 @@ class CheckReport:
         return "\n".join(lines)
 
 
-def _rank(s, shape, rtol):
-    if s.size == 0:
-        return 0, 0.0
-    tol = rtol * max(shape) * max(float(s[0]), 1.0)
-    return int(np.sum(s > tol)), tol
-
-
-def independent_rows(B, rtol=1e-9) -> list[int]:
-    """Indices of the rows of `B (m, n)` kept greedily, in order: a row is kept when it
-    raises the numerical rank of the rows kept before it (its Gram–Schmidt residual
-    against their orthonormal basis exceeds the rank tolerance of `B`, the one
-    `check` uses), and at most `rank(B)` rows are kept. The one rank procedure of
-    the library: `simulate`'s row selection, `check`'s redundant rows and the
-    singular-configuration error all read it."""
-    B = np.asarray(B, dtype=float)
-    m, n = B.shape
-    if m == 0:
-        return []
-    rank, tol = _rank(np.linalg.svd(B, compute_uv=False), B.shape, rtol)
-    basis = np.zeros((0, n))
-    kept: list[int] = []
-    for k in range(m):
-        if len(kept) == rank:
-            break
-        row = B[k] - basis.T @ (basis @ B[k])
-        row = row - basis.T @ (basis @ row)  # re-orthogonalize (classical Gram–Schmidt twice)
-        norm = np.linalg.norm(row)
-        if norm > tol:
-            kept.append(k)
-            basis = np.vstack([basis, row / norm])
-    return kept
-
-
-def dependent_rows(B, names, rtol=1e-9):
-    """Names of the rows of `B` that `independent_rows` does not keep: each a linear
-    combination of rows before it, to the rank tolerance `rtol`."""
-    kept = set(independent_rows(B, rtol))
-    return tuple(names[k] for k in range(np.shape(B)[0]) if k not in kept)
-
-
 @one_shot_filter_jit
 def _at(model, q, t, p, qd):
     """`(B, Φ, M)` at `(q, t)`, one compiled call instead of the operations of the
@@ -257,7 +218,7 @@ def check(model, q, t=0.0, params=None, *, qd=None, rtol=1e-9, probes=3, probe_s
     problems = []
     if m:
         U, s, Vt = np.linalg.svd(B)
-        rank, _ = _rank(s, B.shape, rtol)
+        rank, _ = numerical_rank(s, B.shape, rtol)
         sigma_max = float(s[0])
         sigma_min = float(s[-1]) if m <= n else 0.0
     else:
@@ -287,7 +248,7 @@ def check(model, q, t=0.0, params=None, *, qd=None, rtol=1e-9, probes=3, probe_s
             direction /= np.linalg.norm(direction)
             _, Bp = _probe(model, q + scale * direction, t, p)
             sp = np.linalg.svd(Bp, compute_uv=False)
-            if _rank(sp, Bp.shape, rtol)[0] == m:
+            if numerical_rank(sp, Bp.shape, rtol)[0] == m:
                 persistent = False
                 break
         if persistent:
@@ -349,7 +310,7 @@ def check(model, q, t=0.0, params=None, *, qd=None, rtol=1e-9, probes=3, probe_s
             "the coordinates are singular here: " + ", ".join(f"{nm} (margin {v:.1e})" for nm, v in near)
             + (f"; {model.singularity_advice}" if model.singularity_advice else "")
         )
-    structural = tuple((model.metadata or {}).get("structure_problems", ()))
+    structural = model.structure_problems
     problems.extend(structural)
     ok = rank == m and mass_null and not near and not structural
     return CheckReport(

@@ -15,7 +15,7 @@ import numpy as np
 import optimistix as optx
 
 from . import _kinematics as kin
-from ._checks import _rank, dependent_rows
+from ._linalg import numerical_rank, dependent_rows
 from ._errors import InitialConditionError
 from ._params import checked_params, nonfinite_entries
 from ._stabilization.projection import project_positions, project_velocities
@@ -79,13 +79,13 @@ def _raise_dependent(model, J, idx, label, kind):
             "many conditions; otherwise start from a regular configuration."
         )
     base = np.vstack([J] + [E[r] for r, k in enumerate(idx) if f"{label}[{model.coordinates[k]}]" not in dep])
-    r0, _ = _rank(np.linalg.svd(base, compute_uv=False), base.shape, 1e-9)
+    r0, _ = numerical_rank(np.linalg.svd(base, compute_uv=False), base.shape, 1e-9)
     better = []
     for k, name in enumerate(model.coordinates):
         if k in idx:
             continue
         trial = np.vstack([base, _unit_rows((k,), n)])
-        if _rank(np.linalg.svd(trial, compute_uv=False), trial.shape, 1e-9)[0] > r0:
+        if numerical_rank(np.linalg.svd(trial, compute_uv=False), trial.shape, 1e-9)[0] > r0:
             better.append(name)
     raise InitialConditionError(
         f"initial_conditions: the {kind} conditions {dep_cond} are dependent on the constraints "
@@ -131,7 +131,7 @@ def _holonomic_rank(model, q_guess, fix, t0, p):
     if not np.all(np.isfinite(res)) or float(np.max(np.abs(res), initial=0.0)) > 1e-8:
         return model.m_h
     J = np.asarray(_holonomic_jacobian(model, q, t0, p))
-    return _rank(np.linalg.svd(J, compute_uv=False), J.shape, 1e-9)[0]
+    return numerical_rank(np.linalg.svd(J, compute_uv=False), J.shape, 1e-9)[0]
 
 
 def _rank_note(model, rank):
@@ -284,7 +284,7 @@ def initial_conditions(
             qg[list(idx)] = np.asarray(vals)
             J = np.asarray(_holonomic_jacobian(model, device_array(qg), t0, p))
             stacked = np.vstack([J, _unit_rows(idx, n)])
-            if _rank(np.linalg.svd(stacked, compute_uv=False), stacked.shape, 1e-9)[0] < n:
+            if numerical_rank(np.linalg.svd(stacked, compute_uv=False), stacked.shape, 1e-9)[0] < n:
                 _raise_dependent(model, J, idx, "fix_q", "position")
         q0, res, converged = _newton(model, q_guess, idx, vals, t0, p, tol, max_iter,
                                      "gauss_newton" if redundant else "newton")
@@ -324,7 +324,7 @@ def initial_conditions(
     B = _constraint_jacobian(model, q0, t0, p)
     r_b = model.m
     if _concrete(B) and model.m:
-        r_b = _rank(np.linalg.svd(np.asarray(B), compute_uv=False), B.shape, 1e-9)[0]
+        r_b = numerical_rank(np.linalg.svd(np.asarray(B), compute_uv=False), B.shape, 1e-9)[0]
     redundant = r_b < model.m and isinstance(fix_qd, dict) and len(fix_qd) == n - r_b
     note = "" if r_b >= model.m else (
         f" (B has rank {r_b} < {model.m} rows: redundant constraints leave {n - r_b} velocity "
@@ -333,7 +333,7 @@ def initial_conditions(
                               rank_note=note)
     if _concrete(B, vvals, q0, p):          # on the host: no program to compile
         K = np.concatenate([np.asarray(B), _unit_rows(vidx, n)], axis=0)
-        if _rank(np.linalg.svd(K, compute_uv=False), K.shape, 1e-9)[0] < n:
+        if numerical_rank(np.linalg.svd(K, compute_uv=False), K.shape, 1e-9)[0] < n:
             _raise_dependent(model, np.asarray(B), vidx, "fix_qd", "velocity")
         rhs = np.concatenate([np.asarray(_velocity_rhs(model, q0, t0, p)), np.asarray(vvals)])
         solved = np.linalg.lstsq(K, rhs, rcond=None)[0] if redundant else np.linalg.solve(K, rhs)

@@ -13,6 +13,11 @@ removes redundant rows once, at the initial state (`mbdjax._redundancy`), and th
 tells the formulation and the stabilization that the rows are independent, so their
 solves are plain Cholesky (`fallback=False`). With `fallback=True` an ill-conditioned
 factor is caught and the system solved by least squares behind a `lax.cond`.
+
+The numerical rank of a constraint Jacobian, and which of its rows are independent,
+are read here too (`numerical_rank`, `independent_rows`, `dependent_rows`, on concrete NumPy
+arrays), so that `check`, the row selection of `simulate`, the formulations and the
+initial-condition solver share one rank procedure and one tolerance.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ._blocktridiag import MAX_BLOCK, small_cholesky, small_cholesky_solve
 
@@ -132,3 +138,46 @@ def _spd_solve_jvp(fallback, primals, tangents):
     factor = _factor(S, fallback)
     x = _solve(factor, S, r, fallback)
     return x, _solve(factor, S, dr - dS @ x, fallback)
+
+
+def numerical_rank(s, shape, rtol):
+    """`(rank, tol)` of a matrix of `shape` from its singular values `s` (descending):
+    the count of singular values above `tol = rtol · max(shape) · max(σ_max, 1)`. The
+    floor of 1 on σ_max keeps a matrix of tiny entries from counting as full rank."""
+    if s.size == 0:
+        return 0, 0.0
+    tol = rtol * max(shape) * max(float(s[0]), 1.0)
+    return int(np.sum(s > tol)), tol
+
+
+def independent_rows(B, rtol=1e-9) -> list[int]:
+    """Indices of the rows of `B (m, n)` kept greedily, in order: a row is kept when it
+    raises the numerical rank of the rows kept before it (its Gram–Schmidt residual
+    against their orthonormal basis exceeds the rank tolerance of `B`, the one
+    `check` uses), and at most `rank(B)` rows are kept. The one rank procedure of
+    the library: `simulate`'s row selection, `check`'s redundant rows and the
+    singular-configuration error all read it."""
+    B = np.asarray(B, dtype=float)
+    m, n = B.shape
+    if m == 0:
+        return []
+    rank, tol = numerical_rank(np.linalg.svd(B, compute_uv=False), B.shape, rtol)
+    basis = np.zeros((0, n))
+    kept: list[int] = []
+    for k in range(m):
+        if len(kept) == rank:
+            break
+        row = B[k] - basis.T @ (basis @ B[k])
+        row = row - basis.T @ (basis @ row)  # re-orthogonalize (classical Gram–Schmidt twice)
+        norm = np.linalg.norm(row)
+        if norm > tol:
+            kept.append(k)
+            basis = np.vstack([basis, row / norm])
+    return kept
+
+
+def dependent_rows(B, names, rtol=1e-9):
+    """Names of the rows of `B` that `independent_rows` does not keep: each a linear
+    combination of rows before it, to the rank tolerance `rtol`."""
+    kept = set(independent_rows(B, rtol))
+    return tuple(names[k] for k in range(np.shape(B)[0]) if k not in kept)

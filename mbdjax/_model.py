@@ -151,6 +151,23 @@ class Model(eqx.Module):
             (default 1e-3) in magnitude, and stops with an error at the first step
             that comes that close or steps across a zero. `singularity_names` label the margins and
             `singularity_advice` says what to do instead (front ends set all three).
+        metadata: optional description of the model for its users (the front ends
+            record `"front_end"`, their bodies, joints and elements); the library
+            reads none of it.
+        switching: the model's discrete modes (`mbdjax._switching.Switching`: exact
+            stick–slip friction), or None.
+        network: the multi-domain network part of a model built by
+            `mbdjax.network.Network.build` (`mbdjax.network.NetworkPart`: its nodes,
+            elements and ports, read by `Trajectory.effort`, `flow`,
+            `element_power` and `power_balance`), or None.
+        contacts: the rolling contacts of a spatial model (`mbdjax.spatial.Contacts`:
+            each contact point and its velocity, read by
+            `mbdjax.plotting.plot_contact_path`), or None.
+        structure_problems: problems of the model's structure that its front end
+            found (a floating network node, a loop of effort sources), reported by
+            `check`.
+        coordinate_units: optional unit of each coordinate (`"m"`, `"rad"`, `"C"`,
+            None where unknown), for axis labels; the front ends set it.
         validate_at: a configuration at which to evaluate every function once for
             shape and finiteness checks (default: a generic point).
 
@@ -187,6 +204,11 @@ class Model(eqx.Module):
     nonholonomic_fn: Callable | None = eqx.field(static=True, default=None)
     reaction_fns: Mapping[str, Callable] | None = eqx.field(static=True, default=None)
     metadata: Mapping[str, Any] | None = eqx.field(static=True, default=None)
+    switching: Any = eqx.field(static=True, default=None)
+    network: Any = eqx.field(static=True, default=None)
+    contacts: Any = eqx.field(static=True, default=None)
+    structure_problems: tuple[str, ...] = eqx.field(static=True, default=())
+    coordinate_units: tuple[str | None, ...] | None = eqx.field(static=True, default=None)
     singularity_fn: Callable | None = eqx.field(static=True, default=None)
     singularity_names: tuple[str, ...] = eqx.field(static=True, default=())
     singularity_tol: float = eqx.field(static=True, default=1e-3)
@@ -213,6 +235,11 @@ class Model(eqx.Module):
         params=None,
         reactions=None,
         metadata=None,
+        switching=None,
+        network=None,
+        contacts=None,
+        structure_problems=(),
+        coordinate_units=None,
         validate_at=None,
         singularity=None,
         singularity_names=None,
@@ -252,6 +279,9 @@ class Model(eqx.Module):
             problems.append("Model: give `jacobian_pattern` and `holonomic_jacobian_values` together.")
         if holonomic_jacobian_values is not None and holonomic is None:
             problems.append("Model: `holonomic_jacobian_values` given without `holonomic`.")
+        if coordinate_units is not None and len(tuple(coordinate_units)) != len(coordinates):
+            problems.append(f"Model: `coordinate_units` has {len(tuple(coordinate_units))} entries for "
+                            f"{len(coordinates)} coordinates; give one unit (or None) per coordinate.")
         if problems:
             raise ModelError(problems)
 
@@ -271,6 +301,11 @@ class Model(eqx.Module):
         self.nonholonomic_fn = nonholonomic
         self.reaction_fns = dict(reactions) if reactions else None
         self.metadata = dict(metadata) if metadata else None
+        self.switching = switching
+        self.network = network
+        self.contacts = contacts
+        self.structure_problems = tuple(str(x) for x in structure_problems)
+        self.coordinate_units = None if coordinate_units is None else tuple(coordinate_units)
         self.singularity_fn = singularity
         self.singularity_tol = float(singularity_tol)
         self.singularity_advice = str(singularity_advice)

@@ -34,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _kinematics as kin
-from ._checks import independent_rows
+from ._linalg import independent_rows
 from ._tracing import CompiledCache, concrete_evaluation, host_value, one_shot_filter_jit
 
 RANK_RTOL = 1e-9

@@ -31,7 +31,7 @@ import numpy as np
 
 from . import _kinematics as kin
 from ._errors import SimulationError
-from ._linalg import cholesky_diagonal
+from ._linalg import numerical_rank, cholesky_diagonal, dependent_rows
 
 STALL_RTOL = 1e-9
 """A proposed step shorter than `STALL_RTOL · (t1 − t0)` counts as a collapse."""
@@ -140,13 +140,11 @@ def singular_configuration_error(model, formulation_name, t, q, p):
     at time `t` (concrete values): the time, the rank of `B` and its dependent rows
     (`mbdjax.check`'s tolerance), and the formulation to use instead; also as the
     error's fields (`reason="rank_lost"`, `time`, `names`: the dependent rows)."""
-    from ._checks import _rank, dependent_rows
-
     B = np.asarray(kin.constraint_jacobian(model, jnp.asarray(q), float(t), p), dtype=float)
     rows = ()
     if np.all(np.isfinite(B)):
         s = np.linalg.svd(B, compute_uv=False)
-        rank, _ = _rank(s, B.shape, 1e-6)
+        rank, _ = numerical_rank(s, B.shape, 1e-6)
         ratio = s[-1] / s[0]
         if rank < min(B.shape):
             rows = dependent_rows(B, model.row_names, 1e-6)

@@ -2,7 +2,7 @@
 
 A model with modes keeps them as parameter leaves (a friction element's `stuck` flag
 and sliding `direction`), so one compiled model covers every mode. `Switching` (in
-`model.metadata["switching"]`) says which leaves are modes, when a mode ends and what
+`Model.switching`) says which leaves are modes, when a mode ends and what
 follows:
 
 - `conditions(q, qd, lam, t, p) -> (k,)`: one value per switching element, positive
@@ -90,7 +90,7 @@ class Switching:
 
 def switching_of(model):
     """The model's `Switching`, or None."""
-    return (model.metadata or {}).get("switching")
+    return model.switching
 
 
 def refuse(model, who):

@@ -21,11 +21,8 @@ from ._files import atomic_write
 from ._tracing import CompiledCache, device_array, is_concrete, one_shot_jit, top_level
 
 _FORMAT = "mbdjax-trajectory/1"
-# network elements whose efforts are junction or constraint multipliers
-_NEEDS_MULTIPLIERS = ("flow_source", "stick_slip", "lever", "gear", "transformer", "piston_transformer", "rack_pinion",
-                      "hydraulic_piston")
 
-#: compiled per-output-time maps (`Trajectory._mapp`), by call site and closure
+#: compiled per-output-time maps (`Trajectory.evaluate`), by call site and closure
 _MAPPED = CompiledCache(64)
 #: the standard outputs of the last few trajectories (`Trajectory._standard`), by id
 _STANDARD = CompiledCache(4)
@@ -80,7 +77,7 @@ def unflatten_params(flat: dict[str, Any]) -> dict:
     return out
 
 
-def _per_trajectory(method):
+def per_member(method):
     """Derived outputs of a batched trajectory (from `jax.vmap(simulate)`, `t` of shape
     `(B, T)`) are computed member by member with the member's own parameters."""
 
@@ -224,15 +221,26 @@ class Trajectory(eqx.Module):
             )
         return self.model
 
-    def _mapp(self, fn, *arrays):
-        """`vmap` of `fn(*arrays_k, p_k)` over the output times, `p_k` the parameters at
-        time k (the model's discrete modes, where it has any, vary with time).
+    def evaluate(self, fn, *arrays):
+        """`fn(*arrays_k, p_k)` at every output time `k`, stacked on a leading axis:
+        `arrays` have the output times on their leading axis (`traj.q`, `traj.t`, ...)
+        and `p_k` are the trajectory's parameters at time k (the model's discrete
+        modes, where it has any, vary with time). For outputs a Trajectory has no
+        method for:
+
+            >>> import jax.numpy as jnp, mbdjax as mbd
+            >>> from mbdjax import models
+            >>> ex = models.pendulum_chain(2)                  # 1 m rods pinned at the origin
+            >>> traj = mbd.simulate(ex.model, ex.q0, ex.qd0, t1=0.5, saveat=3)
+            >>> centre = lambda q, p: jnp.hypot(q[0], q[1])     # first rod's centre from the pin
+            >>> traj.evaluate(centre, traj.q).round(9).tolist()
+            [0.5, 0.5, 0.5]
 
         One compiled call, not the model's operations dispatched one by one (each of
         those is a program of its own: the slider-crank's reactions were 80 of them);
         the parameters and modes are arguments, so the program is the same in every
         process and comes from the persistent compilation cache."""
-        switching = (self.model.metadata or {}).get("switching") if self.model is not None else None
+        switching = self.model.switching if self.model is not None else None
         moded = switching is not None and self.modes is not None
 
         def build():
@@ -269,7 +277,7 @@ class Trajectory(eqx.Module):
             fn = _standard_outputs(model, with_power, with_reactions)
             lam = self.lam if self.lam is not None else jnp.zeros(self.t.shape + (0,))
             try:
-                return self._mapp(fn, self.q, self.qd, self.t, lam)
+                return self.evaluate(fn, self.q, self.qd, self.t, lam)
             except Exception:  # noqa: BLE001 - each output alone names its own problem
                 return {}
 
@@ -283,34 +291,34 @@ class Trajectory(eqx.Module):
             return []
         if self.t.ndim > 1:
             raise MbdjaxError("Trajectory.switch_history: index one member of a batched trajectory first.")
-        switching = self.model.metadata["switching"]
+        switching = self.model.switching
         names = [f"{a}.{b}" for a, b in switching.keys]
         ts = np.asarray(self.switches["t"])
         modes = np.asarray(self.switches["modes"])
         return [(float(t), dict(zip(names, (float(v) for v in row)))) for t, row in zip(ts, modes) if np.isfinite(t)]
 
     # ------------------------------------------------------------ derived outputs
-    @_per_trajectory
+    @per_member
     def position_residual(self) -> jax.Array:
         """`(T, m_h)` holonomic residual `Φ(q, t)` at each output time."""
         model = self._need_model("position_residual")
         found = self._standard("position_residual")
         if found is not None:
             return found
-        return self._mapp(lambda q, t, p: kin.holonomic(model, q, t, p), self.q, self.t)
+        return self.evaluate(lambda q, t, p: kin.holonomic(model, q, t, p), self.q, self.t)
 
-    @_per_trajectory
+    @per_member
     def velocity_residual(self) -> jax.Array:
         """`(T, m)` velocity residual `B q̇ − b` (nonholonomic rows included)."""
         model = self._need_model("velocity_residual")
         found = self._standard("velocity_residual")
         if found is not None:
             return found
-        return self._mapp(
+        return self.evaluate(
             lambda q, qd, t, p: kin.velocity_residual(model, q, qd, t, p), self.q, self.qd, self.t
         )
 
-    @_per_trajectory
+    @per_member
     def acceleration_residual(self) -> jax.Array:
         """`(T, m)` acceleration residual `B q̈ − g`."""
         model = self._need_model("acceleration_residual")
@@ -319,29 +327,29 @@ class Trajectory(eqx.Module):
             B = kin.constraint_jacobian(model, q, t, p)
             return B @ qdd - kin.acceleration_rhs(model, q, qd, t, p)
 
-        return self._mapp(res, self.q, self.qd, self.qdd, self.t)
+        return self.evaluate(res, self.q, self.qd, self.qdd, self.t)
 
-    @_per_trajectory
+    @per_member
     def energy(self) -> jax.Array:
         """`(T,)` total energy `T + V` (applied non-potential forces make it vary)."""
         model = self._need_model("energy")
         found = self._standard("energy")
         if found is not None:
             return found
-        return self._mapp(lambda q, qd, t, p: dyn.energy(model, q, qd, t, p), self.q, self.qd, self.t)
+        return self.evaluate(lambda q, qd, t, p: dyn.energy(model, q, qd, t, p), self.q, self.qd, self.t)
 
-    @_per_trajectory
+    @per_member
     def kinetic_energy(self) -> jax.Array:
         """`(T,)` kinetic energy."""
         model = self._need_model("kinetic_energy")
         found = self._standard("kinetic_energy")
         if found is not None:
             return found
-        return self._mapp(
+        return self.evaluate(
             lambda q, qd, t, p: dyn.kinetic_energy(model, q, qd, t, p), self.q, self.qd, self.t
         )
 
-    @_per_trajectory
+    @per_member
     def power(self) -> jax.Array:
         """`(T,)` power put into the system by applied forces, dampers and drivers (W).
 
@@ -368,17 +376,17 @@ class Trajectory(eqx.Module):
 
         if self.lam is None:
             if model.m:
-                b = self._mapp(lambda q, t, p: kin.velocity_rhs(model, q, t, p), self.q, self.t)
+                b = self.evaluate(lambda q, t, p: kin.velocity_rhs(model, q, t, p), self.q, self.t)
                 if is_concrete(b) and float(jnp.max(jnp.abs(b))) > 0:
                     raise MbdjaxError(
                         "Trajectory.power: the model has driving (rheonomic) constraints, whose work "
                         "needs the multipliers; simulate with formulation='augmented' or "
                         "mbdjax.MultiplierFree(multipliers=True)."
                     )
-            return self._mapp(lambda q, qd, t, p: power(q, qd, t, None, p), self.q, self.qd, self.t)
-        return self._mapp(power, self.q, self.qd, self.t, self.lam)
+            return self.evaluate(lambda q, qd, t, p: power(q, qd, t, None, p), self.q, self.qd, self.t)
+        return self.evaluate(power, self.q, self.qd, self.t, self.lam)
 
-    @_per_trajectory
+    @per_member
     def work(self) -> jax.Array:
         """`(T,)` work done by applied forces, dampers and drivers since `t[0]` (J),
         the trapezoidal integral of `power()` over the output times."""
@@ -389,7 +397,7 @@ class Trajectory(eqx.Module):
         out = xp.concatenate([xp.zeros_like(P[..., :1]), xp.cumsum(steps, axis=-1)], axis=-1)
         return device_array(out) if xp is np else out
 
-    @_per_trajectory
+    @per_member
     def reaction(self, joint: str):
         """Reaction of joint `joint` on its first body: `(force (T, 2), torque (T,))`.
 
@@ -399,7 +407,7 @@ class Trajectory(eqx.Module):
         """
         return self.reactions((joint,))[joint]
 
-    @_per_trajectory
+    @per_member
     def reactions(self, joints=None) -> dict:
         """`{joint: (force (T, 2), torque (T,))}` for every joint with reactions (or those
         in `joints`), as in `reaction`, all computed in one compiled call (the same
@@ -416,94 +424,41 @@ class Trajectory(eqx.Module):
                 )
         # every joint's, in the one program per model (reused by later calls), then chosen
         every = self._standard("reactions")
-        every = every if every is not None else self._mapp(lambda q, lam, p: {j: f(q, lam, p) for j, f in fns.items()}, self.q, self.lam)
+        every = every if every is not None else self.evaluate(lambda q, lam, p: {j: f(q, lam, p) for j, f in fns.items()}, self.q, self.lam)
         return {j: every[j] for j in joints}
 
     # ------------------------------------------------------------ networks
+    # The network part of the model (`Model.network`, built by `mbdjax.network`) reads
+    # these; the functions live with it (`mbdjax.network.effort`, ...).
     def _network(self, what):
         model = self._need_model(what)
-        table = (model.metadata or {}).get("network")
-        if table is None:
+        if model.network is None:
             raise MbdjaxError(f"Trajectory.{what}: the model has no network (build one with mbdjax.network.Network).")
-        return model, table
+        return model.network
 
-    def _ports(self, name, what):
-        model, table = self._network(what)
-        if name not in table["ports"]:
-            raise MbdjaxError(f"Trajectory.{what}: no network element named {name!r}; elements are "
-                              f"{sorted(table['ports'])}.")
-        fn = table["ports"][name]
-        needs_lam = table["elements"][name]["kind"] in _NEEDS_MULTIPLIERS
-        if needs_lam and self.lam is None:
-            raise MbdjaxError(
-                f"Trajectory.{what}: the effort of {name!r} is carried by a multiplier; simulate with "
-                "formulation='augmented' or mbdjax.NullSpace(multipliers=True) / MultiplierFree(multipliers=True)."
-            )
-        lam = self.lam if self.lam is not None else jnp.zeros(self.t.shape + (0,))
-
-        def one(q, qd, qdd, lam_k, t, p):
-            mu = table["multipliers"](lam_k) if lam_k.shape[-1] else {}
-            return fn(q, qd, qdd, mu, t, p)
-
-        return self._mapp(one, self.q, self.qd, self.qdd, lam, self.t)
-
-    @_per_trajectory
     def effort(self, name: str) -> jax.Array:
         """Effort history of a network node or element (voltage, pressure, force,
         torque): `(T,)`, or `(T, k)` for a `k`-port element (transformers,
-        transducers, DC motor).
+        transducers, DC motor); `mbdjax.network.effort(traj, name)`, whose docstring
+        gives the sign convention."""
+        return self._network("effort").effort(self, name, who="Trajectory.effort")
 
-        A node's effort is its junction multiplier (electrical and fluid nodes; ground
-        is 0). An element's effort follows the passive sign convention: the drop
-        `e_a − e_b` in the direction of its flow, so that `effort · flow` is the power
-        it absorbs (negative for a source that delivers)."""
-        model, table = self._network("effort")
-        if name == "ground":
-            return jnp.zeros_like(self.t)
-        if name in table["nodes"]:
-            if name not in table["multipliers"](jnp.zeros((model.m,))):
-                raise MbdjaxError(
-                    f"Trajectory.effort: {name!r} is a {table['nodes'][name]} node: its force balance is "
-                    "part of the equations of motion, not a multiplier; read element efforts instead."
-                )
-            if self.lam is None:
-                raise MbdjaxError("Trajectory.effort: node efforts are multipliers; simulate with "
-                                  "formulation='augmented' or a formulation with multipliers=True.")
-            return table["multipliers"](self.lam)[name]
-        efforts, _ = self._ports(name, "effort")
-        return efforts[..., 0] if efforts.shape[-1] == 1 else efforts
-
-    @_per_trajectory
     def flow(self, name: str) -> jax.Array:
         """Flow history of a network element (current, volume flow, relative
         velocity; `(T,)` or `(T, k)` per port) or of a translational/rotational node
-        (its velocity)."""
-        _, table = self._network("flow")
-        if name in table["node_rate"]:
-            return table["node_rate"][name](self.qd)
-        if name in table["nodes"]:
-            raise MbdjaxError(f"Trajectory.flow: {name!r} is a junction; read the flows of its elements.")
-        _, flows = self._ports(name, "flow")
-        return flows[..., 0] if flows.shape[-1] == 1 else flows
+        (its velocity); `mbdjax.network.flow(traj, name)`."""
+        return self._network("flow").flow(self, name, who="Trajectory.flow")
 
-    @_per_trajectory
     def element_power(self, name: str) -> jax.Array:
-        """`(T,)` power absorbed by network element `name` (W), summed over its ports:
-        stores give the rate of their energy, resistors their dissipation (≥ 0),
-        sources minus what they deliver, ideal transformers and transducers zero."""
-        efforts, flows = self._ports(name, "element_power")
-        return jnp.sum(efforts * flows, axis=-1)
+        """`(T,)` power absorbed by network element `name` (W), summed over its ports;
+        `mbdjax.network.element_power(traj, name)`."""
+        return self._network("element_power").element_power(self, name, who="Trajectory.element_power")
 
-    @_per_trajectory
     def power_balance(self) -> dict:
         """`{element: (T,) absorbed power}` for every network element, plus
-        `"residual"`: their sum, zero (to round-off) by Tellegen's theorem when the
-        network is not attached to a mechanism (then it is the power the network
-        passes to the mechanism, with the opposite sign)."""
-        _, table = self._network("power_balance")
-        out = {name: self.element_power(name) for name in table["ports"]}
-        out["residual"] = sum(out.values())
-        return out
+        `"residual"`, their sum (zero by Tellegen's theorem for a network alone);
+        `mbdjax.network.power_balance(traj)`."""
+        return self._network("power_balance").power_balance(self, who="Trajectory.power_balance")
 
     # ------------------------------------------------------------ persistence
     def save(self, path, *, overwrite: bool = False) -> str:

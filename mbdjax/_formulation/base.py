@@ -1,4 +1,4 @@
-"""The formulation interface and its name registry."""
+"""The formulation interface: what every formulation provides and the defaults it inherits."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from .._errors import SimulationError
 from .._singular import SingularityGuard
 from .._solve import solve
+from .._switching import integrate_switched, switching_of
 
 
 class Integrated(NamedTuple):
@@ -121,8 +121,6 @@ class AbstractFormulation(eqx.Module):
         max_steps)`. Default: one diffrax solve, projected after every step when the
         stabilization projects; for a model with discrete modes, one solve per mode
         (`mbdjax._switching`)."""
-        from .._switching import integrate_switched, switching_of
-
         switching = switching_of(model)
         if switching is not None:
             ts_, ys, result, steps, modes, log_t, log_modes, exhausted = integrate_switched(
@@ -184,26 +182,3 @@ class AbstractFormulation(eqx.Module):
     #: Number of equations solved for the accelerations (and multipliers), for reports.
     def equation_count(self, model):
         return model.n
-
-
-def _registry():
-    from .augmented import Augmented
-    from .augmented_lagrangian import AugmentedLagrangian
-    from .multiplier_free import MultiplierFree
-    from .nullspace import NullSpace
-    from .quasi_velocity import QuasiVelocity
-
-    return {"augmented": Augmented, "nullspace": NullSpace, "multiplier_free": MultiplierFree,
-            "quasi_velocity": QuasiVelocity, "augmented_lagrangian": AugmentedLagrangian}
-
-
-def resolve_formulation(formulation):
-    """Turn a name (`"augmented"`) or an instance into a formulation module."""
-    if isinstance(formulation, AbstractFormulation):
-        return formulation
-    reg = _registry()
-    if isinstance(formulation, str) and formulation.lower() in reg:
-        return reg[formulation.lower()]()
-    raise SimulationError(
-        f"simulate: unknown formulation {formulation!r}; available: {sorted(reg)}."
-    )

@@ -32,7 +32,7 @@ from .._stabilization.projection import Projection, project_positions
 from .._first_order import refuse as refuse_first_order
 from .._switching import refuse as refuse_switching
 from .base import AbstractFormulation
-from .._checks import _rank
+from .._linalg import numerical_rank
 from .._tracing import is_concrete
 from .multiplier_free import MultiplierFree
 from .partition import check_names, integrate_partitioned, named_partition, partition_basis
@@ -147,7 +147,7 @@ class QuasiVelocity(AbstractFormulation):
                         "must span admissible motions and offset must satisfy B w₀ = b."
                     )
             B_np = np.asarray(B)
-            f_needed = model.n - (_rank(np.linalg.svd(B_np, compute_uv=False), B_np.shape, 1e-9)[0] if model.m else 0)
+            f_needed = model.n - (numerical_rank(np.linalg.svd(B_np, compute_uv=False), B_np.shape, 1e-9)[0] if model.m else 0)
             if W.shape[1] != f_needed:
                 raise SimulationError(
                     f"QuasiVelocity: velocity_map has {W.shape[1]} columns but the system has "
@@ -169,7 +169,7 @@ class QuasiVelocity(AbstractFormulation):
         except Exception as err:  # noqa: BLE001 - reported with context
             raise SimulationError(f"QuasiVelocity: `definition(q, qd, t, p)` raised {type(err).__name__}: {err}") from err
         B = np.asarray(kin.constraint_jacobian(model, q0, t0, p))
-        f_needed = model.n - (_rank(np.linalg.svd(B, compute_uv=False), B.shape, 1e-9)[0] if model.m else 0)
+        f_needed = model.n - (numerical_rank(np.linalg.svd(B, compute_uv=False), B.shape, 1e-9)[0] if model.m else 0)
         if u.shape != (f_needed,):
             raise SimulationError(
                 f"QuasiVelocity: `definition` returned shape {u.shape}; the system has {f_needed} velocity "

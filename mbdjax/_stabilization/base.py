@@ -1,10 +1,8 @@
-"""The stabilization interface and its name registry (THEORY §5, drift control)."""
+"""The stabilization interface and the no-op stabilization (THEORY §5, drift control)."""
 
 from __future__ import annotations
 
 import equinox as eqx
-
-from .._errors import SimulationError
 
 
 class AbstractStabilization(eqx.Module):
@@ -47,21 +45,3 @@ class NoStabilization(AbstractStabilization):
         >>> round(float(traj.q[-1, 0]), 6), float(jnp.max(jnp.abs(traj.position_residual()))) < 1e-8
         (0.029328, True)
     """
-
-
-def resolve_stabilization(stabilization):
-    """Turn a name (`"none"`, `"baumgarte"`, `"projection"`) or object into a module."""
-    from .baumgarte import Baumgarte
-    from .projection import Projection
-
-    if isinstance(stabilization, AbstractStabilization):
-        return stabilization
-    names = {"none": NoStabilization, "baumgarte": Baumgarte, "projection": Projection}
-    if stabilization is None:
-        return NoStabilization()
-    if isinstance(stabilization, str) and stabilization.lower() in names:
-        return names[stabilization.lower()]()
-    raise SimulationError(
-        f"simulate: unknown stabilization {stabilization!r}; use one of {sorted(names)} "
-        "or an instance such as mbdjax.Baumgarte(alpha=5.0, beta=5.0)."
-    )

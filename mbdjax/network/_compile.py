@@ -20,9 +20,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._model import Model
+from ._domains import DOMAINS, GROUND
 from ._laws import integral_of, junction_content, junction_voltage
+from ._part import Element, NetworkPart
 from ._structure import structure_problems
-from ._network import DOMAINS, GROUND
+from ._validate import NONNEGATIVE, NONZERO, POSITIVE
 
 _SUFFIX = {"electrical": "q", "fluid": "V"}
 
@@ -354,6 +356,11 @@ class _Parts:
         return constraint_ports
 
 
+#: element kinds whose efforts are junction or constraint multipliers
+_CARRIED_BY_MULTIPLIERS = ("flow_source", "stick_slip", "lever", "gear", "transformer", "piston_transformer",
+                           "rack_pinion", "hydraulic_piston")
+
+
 def default_params(net):
     return {e.name: {k: jnp.asarray(v) for k, v in e.params.items()} for e in net._elements if e.params}
 
@@ -405,24 +412,32 @@ def compile_network(net, mechanism, attach):
     owner = {}
     for label, index in lay.edge_index.items():
         owner[index] = label.rsplit(".", 1)[0]
+    part = NetworkPart(
+        nodes=dict(net._nodes),
+        elements={e.name: Element(e.kind, tuple(e.terminals)) for e in net._elements},
+        ports=ports,
+        multipliers=multipliers,
+        node_rate={nd: (lambda qd, i=i: qd[..., i]) for nd, i in lay.node_index.items()},
+        attached=dict(attach),
+        carried_by_multipliers=frozenset(e.name for e in net._elements if e.kind in _CARRIED_BY_MULTIPLIERS),
+    )
     metadata = {
         "front_end": "network" if mechanism is None else f"{(mechanism.metadata or {}).get('front_end', 'model')}+network",
-        "network": {
-            "nodes": dict(net._nodes),
-            "node_domains": {**net._nodes, GROUND: None},
-            "elements": {e.name: {"kind": e.kind, "terminals": e.terminals} for e in net._elements},
-            "ports": ports,
-            "multipliers": multipliers,
-            "node_rate": {nd: (lambda qd, i=i: qd[..., i]) for nd, i in lay.node_index.items()},
-            "attached": dict(attach),
-        },
-        "structure_problems": tuple(structure_problems(net, lay.edges + lay.links, owner)),
+        "network": {"nodes": dict(net._nodes),
+                    "elements": {e.name: {"kind": e.kind, "terminals": e.terminals} for e in net._elements},
+                    "attached": dict(attach)},
     }
-    frictions = [e for e in net._elements if e.kind == "stick_slip"]
-    if frictions:
-        metadata["switching"] = _stick_slip(net, parts, frictions, multipliers)
     if mechanism is not None and mechanism.metadata:
         metadata = {**mechanism.metadata, **metadata}
+    frictions = [e for e in net._elements if e.kind == "stick_slip"]
+    switching = _stick_slip(net, parts, frictions, multipliers) if frictions else None
+    problems = tuple(structure_problems(net, lay.edges + lay.links, owner))
+    if mechanism is not None:
+        switching = switching if switching is not None else mechanism.switching
+        problems = tuple(mechanism.structure_problems) + problems
+    units = [_coordinate_unit(part, c) for c in lay.coordinates]
+    if mechanism is not None and mechanism.coordinate_units is not None:
+        units[:n_mech] = mechanism.coordinate_units
     bounds = _bounds(net, params)
     if mechanism is not None:
         bounds = {**{n: (k, w) for n, k, w in mechanism.param_bounds}, **bounds}
@@ -432,16 +447,33 @@ def compile_network(net, mechanism, attach):
         nonholonomic_names=non_names or None,
         params=params,
         metadata=metadata,
+        switching=switching,
+        network=part,
+        contacts=mechanism.contacts if mechanism is not None else None,
+        structure_problems=problems,
+        coordinate_units=units,
         param_bounds=bounds,
         **kwargs,
     )
 
 
+def _coordinate_unit(part, name):
+    """SI unit of coordinate `name` of a network model: an element's flow coordinate
+    by its domain (`"C.q"`: C), a node's displacement (m or rad) and a mechanism's
+    coordinates by their names (`x`, `y`, `z`: m; angles: rad; Euler parameters: 1)."""
+    base, _, last = name.rpartition(".")
+    if base in part.elements:
+        return part.coordinate_unit(base)
+    if last in ("phi", "theta", "psi"):
+        return "rad"
+    if last in ("e0", "e1", "e2", "e3"):
+        return "1"
+    return "m" if last in ("x", "y", "z") else None
+
+
 def _bounds(net, params):
     """The admissible values of the elements' scalar parameters (`Model(param_bounds=)`),
     by the same rules as the build-time checks (`_validate`): for example R >= 0, C > 0."""
-    from ._validate import NONNEGATIVE, NONZERO, POSITIVE
-
     out = {}
     for e in net._elements:
         own = params.get(e.name, {})

@@ -10,17 +10,10 @@ import jax.numpy as jnp
 
 from .._builder import Builder
 from .._errors import ModelError
+from ._compile import compile_network
+from ._domains import DOMAINS, GROUND
 from ._laws import THERMAL_VOLTAGE
-
-GROUND = "ground"
-
-#: domain -> (effort, flow, displacement coordinate suffix, how nodes work)
-DOMAINS = {
-    "translational": ("force", "velocity", "x", "node"),
-    "rotational": ("torque", "angular velocity", "theta", "node"),
-    "electrical": ("voltage", "current", "q", "edge"),
-    "fluid": ("pressure", "volume flow", "V", "edge"),
-}
+from ._validate import validate
 
 
 @dataclasses.dataclass(frozen=True)
@@ -392,9 +385,6 @@ class Network(Builder):
         Raises:
             ModelError: listing every problem found in the description.
         """
-        from ._compile import compile_network
-        from ._validate import validate
-
         problems = validate(self, mechanism, attach or {})
         if problems:
             raise ModelError(problems)

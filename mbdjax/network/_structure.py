@@ -16,7 +16,7 @@ Edges are the electrical and fluid elements (and windings, armatures, source edg
 
 from __future__ import annotations
 
-from ._network import GROUND
+from ._domains import GROUND
 
 _EFFORT_LOOP = ("effort_source", "capacitor", "fluid_capacitor")
 _FLOW_CUT = ("flow_source", "inductor", "inertance")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .._builder import unique_name_problems
-from ._network import GROUND
+from ._domains import GROUND
 
 T, R, E, F = "translational", "rotational", "electrical", "fluid"
 

@@ -368,6 +368,7 @@ def compile_mechanism(mech, validate_at=None):
         params=params,
         reactions=reactions,
         metadata=metadata,
+        coordinate_units=[{"x": "m", "y": "m", "phi": "rad"}.get(c.rpartition(".")[2]) for c in mech.coordinates],
         validate_at=validate_at,
         param_bounds=_bounds(mech, layout),
     )

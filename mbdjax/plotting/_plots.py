@@ -10,16 +10,12 @@ import numpy as np
 _ANGLE_NAMES = ("phi", "theta", "psi", "th", "angle")
 
 
-#: unit of each domain's flow coordinate (the integral of its flow) and effort
-_DOMAIN_UNITS = {"electrical": ("C", "V"), "fluid": ("m³", "Pa"), "translational": ("m", "N"),
-                 "rotational": ("rad", "N·m")}
-
-
 def coordinate_unit(traj, name):
-    """The SI unit of coordinate `name`, read from its name and the model's front end:
-    `rad` for angles, `m` for body and node positions, `C` (charge) or `m³` (volume)
-    for the flow coordinate of an electrical or fluid element, `1` for Euler
-    parameters; `None` when the model does not say.
+    """The SI unit of coordinate `name`: as the model's front end recorded it
+    (`Model.coordinate_units`: `rad` for angles, `m` for body and node positions, `C`
+    (charge) or `m³` (volume) for the flow coordinate of an electrical or fluid
+    element, `1` for Euler parameters); for a model without units, `rad` and `1` for
+    coordinates named like angles and Euler parameters; `None` otherwise.
 
     Example:
 
@@ -31,20 +27,13 @@ def coordinate_unit(traj, name):
         >>> coordinate_unit(traj, "C.q")
         'C'
     """
-    meta = (traj.model.metadata or {}) if traj.model is not None else {}
-    base, _, last = name.rpartition(".")
-    network = meta.get("network", {})
-    if base in network.get("elements", {}):
-        domains = network.get("node_domains", {})
-        found = [domains.get(t) for t in network["elements"][base]["terminals"] if domains.get(t)]
-        return _DOMAIN_UNITS.get(found[0], (None,))[0] if found else None
+    units = traj.model.coordinate_units if traj.model is not None else None
+    if units is not None and name in traj.coordinates:
+        return units[traj.coordinates.index(name)]
+    last = name.rpartition(".")[2]
     if last in _ANGLE_NAMES:
         return "rad"
-    if last in ("e0", "e1", "e2", "e3"):
-        return "1"
-    if last in ("x", "y", "z") and (meta.get("front_end") or network):
-        return "m"
-    return None
+    return "1" if last in ("e0", "e1", "e2", "e3") else None
 
 
 def _units_label(units, quantity):
@@ -282,7 +271,8 @@ def plot_contact_path(traj, ax=None):
     import jax
 
     ax = _axes(ax)
-    table = (traj.model.metadata or {}).get("contact_kinematics", {}) if traj.model is not None else {}
+    contacts = traj.model.contacts if traj.model is not None else None
+    table = contacts.kinematics if contacts is not None else {}
     for name, fn in sorted(table.items()):
         points, _ = jax.vmap(lambda q, qd, fn=fn: fn(q, qd, traj.params))(traj.q, traj.qd)
         points = np.asarray(points)
@@ -296,6 +286,11 @@ def plot_contact_path(traj, ax=None):
         legend(ax)
     ax.grid(alpha=0.3)
     return ax
+
+
+def _network_part(traj):
+    """The trajectory's model's network part (`Model.network`), or None."""
+    return traj.model.network if traj.model is not None else None
 
 
 def plot_network(traj, ax=None):
@@ -313,20 +308,18 @@ def plot_network(traj, ax=None):
         'node efforts (voltage, pressure)'
     """
     ax = _axes(ax)
-    table = (traj.model.metadata or {}).get("network", {}) if traj.model is not None else {}
+    part = _network_part(traj)
     t = np.asarray(traj.t)
-    junctions = [n for n in table.get("nodes", {}) if n not in table.get("node_rate", {})]
+    junctions = part.junctions() if part is not None else []
     if traj.lam is not None and junctions:
         for node in junctions:
             ax.plot(t, np.asarray(traj.effort(node)), label=node)
         ax.set_title("node efforts (voltage, pressure)")
-        domains = table.get("node_domains", {})
-        ax.set_ylabel(_units_label([_DOMAIN_UNITS.get(domains.get(n), (None, None))[1] for n in junctions], "effort"))
+        ax.set_ylabel(_units_label([part.effort_unit(n) for n in junctions], "effort"))
     else:
-        for name, info in table.get("elements", {}).items():
-            if info["kind"] in ("inductor", "inertance", "mass", "inertia", "dc_motor"):
-                flow = np.asarray(traj.flow(name))
-                ax.plot(t, flow[:, 0] if flow.ndim > 1 else flow, label=name)
+        for name in part.flow_stores() if part is not None else []:
+            flow = np.asarray(traj.flow(name))
+            ax.plot(t, flow[:, 0] if flow.ndim > 1 else flow, label=name)
         ax.set_title("flows of the flow stores")
         ax.set_ylabel("flow [A, m³/s, m/s, rad/s by domain]")
     ax.set_xlabel("t [s]")
@@ -350,19 +343,17 @@ def plot_friction(traj, ax=None):
         ['fr force']
     """
     ax = _axes(ax)
-    table = (traj.model.metadata or {}).get("network", {}) if traj.model is not None else {}
+    part = _network_part(traj)
     t = np.asarray(traj.t)
-    frictions = [n for n, info in table.get("elements", {}).items() if info["kind"] == "stick_slip"]
-    switching = traj.model.metadata.get("switching") if frictions else None
+    frictions = part.frictions() if part is not None else []
     for name in frictions:
         (line,) = ax.plot(t, np.asarray(traj.effort(name)), label=f"{name} force")
-        f = traj.params[name]
-        limit = float(f["mu_s"]) * float(f["normal"])
+        limit = part.static_limit(name, traj.params)
         for sign in (1, -1):
             ax.axhline(sign * limit, color=line.get_color(), ls="--", lw=0.8)
-        if traj.modes is not None and switching is not None:
-            stuck = np.asarray(traj.modes[:, switching.keys.index((name, "stuck"))]) > 0.5
-            ax.fill_between(t, 0, 1, where=stuck, color=line.get_color(), alpha=0.12,
+        stuck = part.sticking(traj, name)
+        if stuck is not None:
+            ax.fill_between(t, 0, 1, where=np.asarray(stuck), color=line.get_color(), alpha=0.12,
                             transform=ax.get_xaxis_transform(), label=f"{name} sticking")
     ax.set_title("friction force, static limits ±μ_s N (dashed), sticking (shaded)")
     ax.set_xlabel("t [s]")
@@ -399,11 +390,11 @@ def save_standard_plots(traj, out_dir, prefix=""):
     plots = [("coordinates", plot_coordinates), ("residuals", plot_residuals), ("energy", plot_energy)]
     if traj.lam is not None and traj.model is not None and traj.model.reaction_fns:
         plots.append(("reactions", plot_reactions))
-    if traj.model is not None and (traj.model.metadata or {}).get("contact_kinematics"):
+    if traj.model is not None and traj.model.contacts is not None:
         plots.append(("contact_path", plot_contact_path))
-    if traj.model is not None and (traj.model.metadata or {}).get("network"):
+    if _network_part(traj) is not None:
         plots.append(("network", plot_network))
-        if (traj.model.metadata or {}).get("switching") is not None and traj.lam is not None:
+        if traj.model.switching is not None and traj.lam is not None:
             plots.append(("friction", plot_friction))
     angles = [c for c in traj.coordinates if c.rsplit(".", 1)[-1] in _ANGLE_NAMES]
     others = [c for c in traj.coordinates if c not in angles]

@@ -196,8 +196,6 @@ def compile_mechanism(mech, validate_at=None):
                    for b, s in slots.items()},
         "joints": {j.name: {"kind": j.kind, "body_i": j.body_i, "body_j": j.body_j} for j in mech._joints},
         "contacts": {c.name: {"kind": c.kind, "body": c.body} for c in mech._contacts},
-        # fn(q, qd, p) -> (contact point (3,), material contact-point velocity (3,))
-        "contact_kinematics": {c.name: _contact_fn(c, slots[c.body]) for c in mech._contacts},
         "elements": {e.name: {"kind": e.kind, "body_i": e.body_i, "body_j": e.body_j} for e in mech._elements},
     }
     return Model(
@@ -212,6 +210,11 @@ def compile_mechanism(mech, validate_at=None):
         nonholonomic_names=non_names or None,
         params=params,
         metadata=metadata,
+        contacts=ct.Contacts(kinds={c.name: c.kind for c in mech._contacts},
+                          bodies={c.name: c.body for c in mech._contacts},
+                          kinematics={c.name: _contact_fn(c, slots[c.body]) for c in mech._contacts})
+        if mech._contacts else None,
+        coordinate_units=[_coordinate_unit(c) for c in mech.coordinates],
         validate_at=q_generic if validate_at is None else validate_at,
         singularity=margin,
         singularity_names=margin_names or None,
@@ -284,9 +287,16 @@ def contact_kinematics(model, name):
         >>> abs(float(point[2])) < 1e-12, float(jnp.max(jnp.abs(velocity))) < 1e-12
         (True, True)
     """
-    table = (model.metadata or {}).get("contact_kinematics")
-    if table is None:
+    if model.contacts is None:
         raise ModelError("contact_kinematics: the model was not built by mbdjax.spatial.Mechanism with contacts.")
-    if name not in table:
-        raise ModelError(f"contact_kinematics: no contact named {name!r}; contacts are {sorted(table)}.")
-    return table[name]
+    if name not in model.contacts.kinematics:
+        raise ModelError(f"contact_kinematics: no contact named {name!r}; contacts are {model.contacts.names()}.")
+    return model.contacts.kinematics[name]
+
+
+def _coordinate_unit(name):
+    """SI unit of a body coordinate: position (`x`, `y`, `z`) m, Euler angle rad,
+    Euler parameter 1."""
+    last = name.rpartition(".")[2]
+    return {"x": "m", "y": "m", "z": "m", "phi": "rad", "theta": "rad", "psi": "rad",
+            "e0": "1", "e1": "1", "e2": "1", "e3": "1"}.get(last)

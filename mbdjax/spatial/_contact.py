@@ -89,3 +89,24 @@ class ContactSpec:
     kind: str
     body: str
     params: dict
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Contacts:
+    """The rolling contacts of a model built by `spatial.Mechanism` (`Model.contacts`).
+
+    Attributes:
+        kinds: `{contact: "rolling_disk" | "rolling_sphere"}`.
+        bodies: `{contact: body}`.
+        kinematics: `{contact: fn(q, qd, p) -> (contact point (3,), velocity (3,))}`:
+            the global contact point and the velocity of the body's material point
+            there (zero while rolling without slip).
+    """
+
+    kinds: dict
+    bodies: dict
+    kinematics: dict
+
+    def names(self) -> list[str]:
+        """The contacts' names, sorted."""
+        return sorted(self.kinematics)

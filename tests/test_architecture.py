@@ -1,0 +1,271 @@
+"""How the package is put together: its import graph has no cycle, and the core meets
+the front ends only through the Model's typed parts.
+
+A cycle between modules makes the import order matter: whichever module of the
+cycle is imported first sees the others half-initialised, so a name can be
+missing depending on what the caller happened to import before. The graph is
+read from the source with `ast` (nothing is imported), from the imports a module
+runs when it is loaded: statements in the module body, including those inside
+module-level `if`/`try`/`with` blocks, but not those inside functions or classes,
+nor those under `if TYPE_CHECKING:`.
+"""
+
+import ast
+from pathlib import Path
+
+PACKAGE = "mbdjax"
+ROOT = Path(__file__).resolve().parent.parent / PACKAGE
+
+
+def _modules(root=ROOT, package=PACKAGE):
+    """Module name -> (source path, whether it is a package `__init__`)."""
+    modules = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = (package,) + path.relative_to(root).with_suffix("").parts
+        is_package = parts[-1] == "__init__"
+        if is_package:
+            parts = parts[:-1]
+        modules[".".join(parts)] = (path, is_package)
+    return modules
+
+
+def _is_type_checking(test):
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _module_level_imports(body):
+    """The `Import`/`ImportFrom` statements run when a module with this body loads."""
+    for node in body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        elif isinstance(node, ast.If) and _is_type_checking(node.test):
+            yield from _module_level_imports(node.orelse)
+        else:
+            for field in ("body", "orelse", "finalbody"):
+                yield from _module_level_imports(getattr(node, field, []))
+            for handler in getattr(node, "handlers", []):
+                yield from _module_level_imports(handler.body)
+            for case in getattr(node, "cases", []):
+                yield from _module_level_imports(case.body)
+
+
+def _known(name, modules):
+    """The module `name` is, or the nearest enclosing one inside the package; None
+    outside the package."""
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _import_graph(modules):
+    """Importing module -> set of package modules it imports at load time."""
+    graph = {}
+    for name, (path, is_package) in modules.items():
+        package = name if is_package else name.rpartition(".")[0]
+        edges = set()
+        for node in _module_level_imports(ast.parse(path.read_text(encoding="utf-8"), str(path)).body):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                if node.level:
+                    base = package.split(".")
+                    base = base[:len(base) - (node.level - 1)]
+                    source = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    source = node.module
+                targets = [f"{source}.{alias.name}" if f"{source}.{alias.name}" in modules else source
+                           for alias in node.names]
+            for target in targets:
+                target = _known(target, modules)
+                # (a submodule's implicit import of its parent packages is no edge; an
+                # explicit import of a name defined in a parent's `__init__` is)
+                if target is not None and target != name:
+                    edges.add(target)
+        graph[name] = edges
+    return graph
+
+
+def _sccs(graph):
+    """Strongly connected components (Tarjan), iteratively so deep graphs are fine."""
+    index, low, on_stack, stack, components = {}, {}, set(), [], []
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.get(root, ()))))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            for child in children:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    components.append(sorted(component))
+    return components
+
+
+def _shortest_cycle(graph, start, members):
+    """A shortest path `start -> ... -> start` inside `members` (breadth first)."""
+    parents, frontier = {start: None}, [start]
+    while frontier:
+        following = []
+        for node in frontier:
+            for child in sorted(graph.get(node, ())):
+                if child == start:
+                    path = [node]
+                    while parents[path[-1]] is not None:
+                        path.append(parents[path[-1]])
+                    return [start] + path[::-1][1:] + [start] if node != start else [start, start]
+                if child in members and child not in parents:
+                    parents[child] = node
+                    following.append(child)
+        frontier = following
+    return None
+
+
+def _cycles(graph):
+    """The cycles of `graph` (node -> set of successors), each as a list of nodes that
+    starts and ends at the same node: for every strongly connected component with more
+    than one member (or a self-edge), a shortest cycle through each member, with
+    rotations of one cycle reported once."""
+    cycles, seen = [], set()
+    for component in _sccs(graph):
+        members = set(component)
+        if len(component) == 1 and component[0] not in graph.get(component[0], ()):
+            continue
+        for start in component:
+            cycle = _shortest_cycle(graph, start, members)
+            key = frozenset(zip(cycle, cycle[1:]))
+            if key not in seen:
+                seen.add(key)
+                cycles.append(cycle)
+    return cycles
+
+
+def test_cycle_finder_reports_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"a"}, "c": set()}) == [["a", "b", "a"]]
+    assert _cycles({"a": {"a"}}) == [["a", "a"]]
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c", "a"]]
+    assert _cycles({"a": {"b", "c"}, "b": {"c"}, "c": set()}) == []
+
+
+def test_graph_reader_sees_module_level_imports_only(tmp_path):
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from . import a\n")
+    (pkg / "a.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "try:\n    from .sub import leaf\nexcept ImportError:\n    pass\n"
+        "if TYPE_CHECKING:\n    from . import b\n"
+        "def f():\n    from . import c\n"
+        "class K:\n    from . import c\n")
+    (pkg / "b.py").write_text("from .sub import thing\nimport pkg.c\n")
+    (pkg / "c.py").write_text("from . import name_in_init\n")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "leaf.py").write_text("from .. import a\n")
+    graph = _import_graph(_modules(pkg, "pkg"))
+    assert graph == {"pkg": {"pkg.a"}, "pkg.a": {"pkg.sub.leaf"}, "pkg.b": {"pkg.sub", "pkg.c"},
+                     "pkg.c": {"pkg"}, "pkg.sub": set(), "pkg.sub.leaf": {"pkg.a"}}
+    assert _cycles(graph) == [["pkg.a", "pkg.sub.leaf", "pkg.a"]]
+
+
+def test_package_import_graph_has_no_cycle():
+    cycles = _cycles(_import_graph(_modules()))
+    assert not cycles, "import cycles in the package:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+# ---------------------------------------------------------------- front-end concepts
+FRONT_ENDS = ("planar", "spatial", "network", "models")
+"""The packages that own front-end concepts (and the examples, written with the front
+ends as a user writes a model); every other module of mbdjax is core: the Model,
+formulations, solvers, trajectories, plots and workflows."""
+
+
+def _front_end_words():
+    """The words only a front end may speak: the kinds of planar and spatial joints,
+    rolling contacts and network elements, and the keys of their parts and
+    parameters that a core module once read out of an untyped dictionary."""
+    from mbdjax.planar._joints import KINDS as planar_joints
+    from mbdjax.spatial._contact import OFFSETS as contact_kinds
+    from mbdjax.spatial._joints import KINDS as spatial_joints
+
+    words = set(planar_joints) | set(spatial_joints) | set(contact_kinds)
+    tree = ast.parse((ROOT / "network" / "_network.py").read_text())
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "_add"
+                and len(node.args) > 1 and isinstance(node.args[1], ast.Constant)):
+            words.add(node.args[1].value)
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "kind" for t in node.targets):
+            words |= {c.value for c in ast.walk(node.value) if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+    words |= {"front_end", "contact_kinematics", "node_rate", "node_domains", "ports", "structure_problems",
+              "stuck", "mu_s", "mu_k"}
+    return words
+
+
+def _core_modules():
+    for path in sorted(ROOT.rglob("*.py")):
+        if path.relative_to(ROOT).parts[0] not in FRONT_ENDS:
+            yield path
+
+
+def _front_end_mentions(source, words):
+    """`(line, what)` for every place in `source` that reads a model's `metadata` by
+    key or names one of `words` in a string constant (docstrings excepted)."""
+    tree = ast.parse(source)
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "metadata" and isinstance(node.ctx, ast.Load):
+            base = node.value
+            if not (isinstance(base, ast.Name) and base.id == "importlib"):
+                found.append((node.lineno, "reads .metadata"))
+        if (isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in words
+                and id(node) not in docstrings):
+            found.append((node.lineno, repr(node.value)))
+    return sorted(found)
+
+
+def test_the_core_names_no_front_end_concept():
+    """No module outside planar/, spatial/, network/ (and the examples) reads a model's metadata by
+    key or names a joint, contact or network element kind (or a key of their
+    parameters): the core meets the front ends only through the Model's typed parts
+    (`switching`, `network`, `contacts`, `structure_problems`, `coordinate_units`)."""
+    words = _front_end_words()
+    assert {"revolute", "resistor", "stick_slip", "rolling_disk"} <= words   # the word list itself is read
+    problems = []
+    for path in _core_modules():
+        for line, what in _front_end_mentions(path.read_text(), words):
+            problems.append(f"{path.relative_to(ROOT.parent)}:{line}: {what}")
+    assert not problems, "core modules name front-end concepts:\n" + "\n".join(problems)
+
+
+def test_front_end_mentions_are_found():
+    """The scan finds a metadata read and a kind named in code, and skips docstrings."""
+    source = '"""A resistor."""\ndef f(model):\n    """The resistor."""\n    return model.metadata["x"], "resistor"\n'
+    assert _front_end_mentions(source, {"resistor"}) == [(4, "'resistor'"), (4, "reads .metadata")]
