@@ -23,40 +23,64 @@ from ._redundancy import expand, restrict, rows_of_jacobian, select_rows
 from ._rk import repr_solver
 from ._runtime_checks import checked_on_host, collecting, first_failure
 from ._singular import singular_configuration_error
-from ._solve import over_times
+from ._solve import SolveSettings, over_times
 from ._stabilization import resolve_stabilization
 from ._switching import switching_of
 from ._tracing import (concrete_evaluation, device_array, host_value, is_batched, is_concrete, one_shot_filter_jit,
                        top_level)
 from ._trajectory import Trajectory
 
-_MESSAGES = (
-    "mbdjax.simulate: the solver took max_steps steps before reaching t1; raise "
-    "`max_steps=`, loosen `rtol`/`atol`, or shorten the interval. If the model is stiff "
-    "(small inductances, masses or capacitances next to large stiffness or damping, fast "
-    "diodes), an explicit solver needs tiny steps: use an implicit one, "
-    "solver=diffrax.Kvaerno5().",
-    "mbdjax.simulate: the solver failed (the step size collapsed or the state became "
-    "non-finite); the model may pass a singular configuration (run mbdjax.check on the "
-    "last good state) or be too stiff for an explicit solver.",
-    "mbdjax.simulate: the trajectory contains NaN or inf values; check the model's "
-    "functions and parameters at the initial state (mbdjax.check).",
-    "mbdjax.simulate: the holonomic constraint residual exceeded `drift_tol`; use "
-    "stabilization='projection' or 'baumgarte', tighten rtol/atol, or raise drift_tol.",
-    "mbdjax.simulate: the formulation re-partitioned its coordinates max_partitions "
-    "times before t1; raise max_partitions= (or the growth= threshold) of "
-    "mbdjax.NullSpace / mbdjax.QuasiVelocity, or use formulation='augmented'.",
-    "mbdjax.simulate: the motion reached a singularity of the coordinates (a model "
-    "singularity margin fell below singularity_tol; for spatial bodies, 3-1-3 Euler "
-    "angles at θ = 0 or π), where the angle rates are not defined; build the body with "
-    "orientation='quaternion' (Euler parameters have no singularity).",
-    "mbdjax.simulate: the modes switched max_switches times before t1 (stick–slip "
-    "friction sticking and slipping); raise the model's switching bound "
-    "(coulomb_friction(..., max_switches=)) or shorten the interval.",
-    "mbdjax.simulate: the motion reached a singular configuration (the constraint Jacobian B lost "
-    "rank), where this formulation is not defined; use formulation='augmented_lagrangian', which is "
-    "well posed there (run outside jit for the time, rank and dependent rows).",
-)
+
+class Failure(eqx.Enumeration):
+    """Why a run failed, each reason with the message `simulate` raises (a
+    `SimulationError` whose `reason` is the member's name)."""
+
+    max_steps = (
+        "mbdjax.simulate: the solver took max_steps steps before reaching t1; raise "
+        "`max_steps=`, loosen `rtol`/`atol`, or shorten the interval. If the model is stiff "
+        "(small inductances, masses or capacitances next to large stiffness or damping, fast "
+        "diodes), an explicit solver needs tiny steps: use an implicit one, "
+        "solver=diffrax.Kvaerno5()."
+    )
+    solver = (
+        "mbdjax.simulate: the solver failed (the step size collapsed or the state became non-"
+        "finite); the model may pass a singular configuration (run mbdjax.check on the last "
+        "good state) or be too stiff for an explicit solver."
+    )
+    non_finite = (
+        "mbdjax.simulate: the trajectory contains NaN or inf values; check the model's "
+        "functions and parameters at the initial state (mbdjax.check)."
+    )
+    drift = (
+        "mbdjax.simulate: the holonomic constraint residual exceeded `drift_tol`; use "
+        "stabilization='projection' or 'baumgarte', tighten rtol/atol, or raise drift_tol."
+    )
+    max_partitions = (
+        "mbdjax.simulate: the formulation re-partitioned its coordinates max_partitions times"
+        " before t1; raise max_partitions= (or the growth= threshold) of mbdjax.NullSpace / "
+        "mbdjax.QuasiVelocity, or use formulation='augmented'."
+    )
+    coordinate_singularity = (
+        "mbdjax.simulate: the motion reached a singularity of the coordinates (a model "
+        "singularity margin fell below singularity_tol; for spatial bodies, 3-1-3 Euler "
+        "angles at θ = 0 or π), where the angle rates are not defined; build the body with "
+        "orientation='quaternion' (Euler parameters have no singularity)."
+    )
+    max_switches = (
+        "mbdjax.simulate: the modes switched max_switches times before t1 (stick–slip "
+        "friction sticking and slipping); raise the model's switching bound "
+        "(coulomb_friction(..., max_switches=)) or shorten the interval."
+    )
+    rank_lost = (
+        "mbdjax.simulate: the motion reached a singular configuration (the constraint "
+        "Jacobian B lost rank), where this formulation is not defined; use "
+        "formulation='augmented_lagrangian', which is well posed there (run outside jit for "
+        "the time, rank and dependent rows)."
+    )
+
+#: the names of `Failure`'s members
+REASONS = ('max_steps', 'solver', 'non_finite', 'drift', 'max_partitions', 'coordinate_singularity', 'max_switches', 'rank_lost')
+_BY_MESSAGE = {Failure[getattr(Failure, r)]: r for r in REASONS}
 
 
 _REPORT = contextvars.ContextVar("mbdjax_simulate_report", default=None)
@@ -292,10 +316,10 @@ def simulate(
     # A run only staged by jit (a member of a sequential batch) is a lone run: all at once
     # (1024 sequential 10-link chains, 51 outputs each: 1.42 → 1.27 s).
     stream = is_batched(q0, qd0, p)
-    args = (model, work, rows, formulation, stabilization, solver, adjoint, q0, qd0, p, t0, t1, ts,
-            device_array(rtol), device_array(atol),
-            None if dt0 is None else device_array(dt0), int(max_steps), drift_tol, bool(throw),
-            keys, on_host, meter, stream)
+    run_with = _solve_settings(solver, adjoint, fixed_step is not None, device_array(rtol), device_array(atol),
+                               None if dt0 is None else device_array(dt0), int(max_steps), meter, stream)
+    args = (model, work, rows, formulation, stabilization, run_with, q0, qd0, p, t0, t1, ts, drift_tol, bool(throw),
+            keys, on_host)
     # A built-in example's program is reused across processes without tracing it
     # (`mbdjax._exported`); every other run traces (and compiles once per process).
     name = (example_name(model) if on_host and report is None and isinstance(meter, diffrax.NoProgressMeter)
@@ -326,7 +350,6 @@ _STAGED_ROWS = (
     "differentiate or vmap simulate without an enclosing jit (it jit-compiles itself)."
 )
 
-#: reason of each run-time failure message (`_MESSAGES` order)
 _REASONS = ("max_steps", "solver", "non_finite", "drift", "max_partitions", "coordinate_singularity",
             "max_switches", "rank_lost")
 
@@ -336,9 +359,9 @@ def _failure_error(message, traj, model, t0, t1):
     outputs tell (host values): how far the run got; the first output time with a
     non-finite value and the coordinates that went; the constraint row that drifted
     most and when."""
-    if message not in _MESSAGES:
+    if message not in _BY_MESSAGE:
         return SimulationError(message)
-    reason = _REASONS[_MESSAGES.index(message)]
+    reason = _BY_MESSAGE[message]
     t = np.asarray(traj.t)
     state = np.concatenate([np.asarray(traj.q), np.asarray(traj.qd)], axis=1)
     finite_rows = np.all(np.isfinite(state), axis=1) & np.isfinite(t)
@@ -491,8 +514,13 @@ def _simulate_exported(name, args):
     exported and stored. None when the cache is off, `jax.export` cannot serialize here,
     or an argument has no reproducible description (a fresh trace is then cheaper than
     a key that never matches)."""
-    (model, work, rows, formulation, stabilization, solver, adjoint, q0, qd0, p, t0, t1, ts,
-     rtol, atol, dt0, max_steps, drift_tol, throw, keys, on_host, meter, stream) = args
+    model, work, rows, formulation, stabilization, run_with, q0, qd0, p, t0, t1, ts, drift_tol, throw, keys, on_host = args
+    solver, adjoint, dt0, max_steps, stream = (run_with.solver, run_with.adjoint, run_with.dt0, run_with.max_steps,
+                                               run_with.stream)
+    fixed = not run_with.adaptive
+    # fixed steps: the tolerances are unused, but keep their places in the signature
+    rtol, atol = (device_array(0.0), device_array(0.0)) if fixed else (run_with.controller.rtol,
+                                                                        run_with.controller.atol)
     where = _exported.folder()
     if where is None or not _exported.available():
         return None
@@ -509,9 +537,9 @@ def _simulate_exported(name, args):
         messages = []
 
         def flat(q0, qd0, p, t0, t1, ts, rtol, atol, dt0=None):
-            traj, stop, failure = _simulate(model, work, rows, formulation, stabilization, solver, adjoint, q0, qd0,
-                                            p, t0, t1, ts, rtol, atol, dt0, max_steps, drift_tol, throw, keys,
-                                            on_host, meter, stream)
+            settings = _solve_settings(solver, adjoint, fixed, rtol, atol, dt0, max_steps, run_with.meter, stream)
+            traj, stop, failure = _simulate(model, work, rows, formulation, stabilization, settings, q0, qd0, p, t0,
+                                            t1, ts, drift_tol, throw, keys, on_host)
             messages[:] = failure[1]
             return ({name: getattr(traj, name) for name in Trajectory.COMPUTED}, traj.result._value,
                     failure[0], stop)
@@ -543,9 +571,17 @@ _EXPORTED = {}
 _VALUED = ("rtol", "atol", "fixed_step")
 
 
+def _solve_settings(solver, adjoint, fixed, rtol, atol, dt0, max_steps, meter, stream):
+    """The `SolveSettings` of a run: fixed steps of `dt0` (`fixed`), or steps chosen by a
+    PID controller with the tolerances `rtol`, `atol` (arrays, so that new values do
+    not compile anew)."""
+    controller = diffrax.ConstantStepSize() if fixed else diffrax.PIDController(rtol=rtol, atol=atol)
+    return SolveSettings(solver, adjoint, controller, dt0, max_steps, meter, stream)
+
+
 @eqx.filter_jit
-def _simulate(model, work, rows, formulation, stabilization, solver, adjoint, q0, qd0, p, t0, t1, ts,
-              rtol, atol, dt0, max_steps, drift_tol, throw, settings, on_host, meter, stream):
+def _simulate(model, work, rows, formulation, stabilization, run_with, q0, qd0, p, t0, t1, ts, drift_tol, throw,
+              settings, on_host):
     # `model` is the user's model (reported, checked for drift); `work` the same model
     # restricted to the independent rows `rows` (what the formulation integrates).
     with contextlib.ExitStack() as stack:
@@ -555,17 +591,14 @@ def _simulate(model, work, rows, formulation, stabilization, solver, adjoint, q0
         # The state is one flat vector (y = [q; q̇] for most formulations): a single leaf
         # halves the solver's per-stage array operations (about 2 µs per step on a CPU).
         y0 = formulation.initial_state(work, q0, qd0, t0, p)
-    fixed = any(k == "fixed_step" for k, _ in settings)
-    controller = diffrax.ConstantStepSize() if fixed else diffrax.PIDController(rtol=rtol, atol=atol)
-    if isinstance(adjoint, diffrax.BacksolveAdjoint) and formulation.projects(stabilization):
+    if isinstance(run_with.adjoint, diffrax.BacksolveAdjoint) and formulation.projects(stabilization):
         raise SimulationError(
             "simulate: BacksolveAdjoint solves the continuous adjoint equations backwards, and the "
             "projection after each step is not part of them; use stabilization='none' or 'baumgarte' "
             "with it, or the default adjoint (RecursiveCheckpointAdjoint) with the projection."
         )
-    formulation = formulation.for_adjoint(adjoint)
-    run = formulation.integrate(work, stabilization, (solver, adjoint, controller, dt0, max_steps, meter, stream),
-                                y0, p, t0, t1, ts)
+    formulation = formulation.for_adjoint(run_with.adjoint)
+    run = formulation.integrate(work, stabilization, run_with, y0, p, t0, t1, ts)
     switching = switching_of(work)
 
     def outputs(yi, ti, aux):
@@ -576,7 +609,7 @@ def _simulate(model, work, rows, formulation, stabilization, solver, adjoint, q0
             lam = expand(model, rows, qi, ti, pi, lam)  # minimum-norm over all rows
         return qi, qdi, qddi, lam, u
 
-    q, qd, qdd, lam, u = over_times(outputs, (run.ys, run.ts, run.aux), stream)
+    q, qd, qdd, lam, u = over_times(outputs, (run.ys, run.ts, run.aux), run_with.stream)
     if throw:
         ok = run.result == diffrax.RESULTS.successful
         max_steps_hit = run.result == diffrax.RESULTS.max_steps_reached
@@ -593,12 +626,17 @@ def _simulate(model, work, rows, formulation, stabilization, solver, adjoint, q0
         bad = (~ok) | (~finite) | drift_bad | chart_bad | switches_bad
         if on_host:  # raised by `simulate` with the values
             bad = bad & ~rank_lost
-        index = jnp.where(rank_lost, 7, jnp.where(switches_bad, 6, jnp.where(chart_bad, 5, jnp.where(
-            max_steps_hit, 0, jnp.where(partitions_hit, 4, jnp.where(~ok, 1, jnp.where(~finite, 2, 3)))))))
+        # the first that applies, in this order
+        failure = Failure.drift
+        for cause, reason in ((~finite, Failure.non_finite), (~ok, Failure.solver),
+                              (partitions_hit, Failure.max_partitions), (max_steps_hit, Failure.max_steps),
+                              (chart_bad, Failure.coordinate_singularity), (switches_bad, Failure.max_switches),
+                              (rank_lost, Failure.rank_lost)):
+            failure = Failure.where(cause, reason, failure)
         if on_host:
-            found += [(bad & (index == k), message) for k, message in enumerate(_MESSAGES)]
+            found += [(bad & (failure == getattr(Failure, r)), Failure[getattr(Failure, r)]) for r in REASONS]
         else:
-            q = eqx.branched_error_if(q, bad, index, _MESSAGES)
+            q = failure.error_if(q, bad)
     failure = None
     if on_host:   # the conditions as one array, the messages static (held by the jit's cache)
         failure = (jnp.stack([c for c, _ in found]) if found else jnp.zeros((0,), bool),

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 import diffrax
 import equinox as eqx
 import jax
@@ -9,6 +12,40 @@ import jax.numpy as jnp
 
 from ._rk import SolverOf
 from ._stabilization.projection import step_loop
+
+
+class SolveSettings(eqx.Module):
+    """How one diffrax solve runs (`solve`): what `simulate` chose from its options.
+
+    Attributes:
+        solver: the diffrax solver (Tsit5 by default).
+        adjoint: the diffrax adjoint (how reverse mode differentiates the solve).
+        controller: the step-size controller (`PIDController(rtol, atol)`, or
+            `ConstantStepSize` for fixed steps), possibly wrapped by a formulation
+            (`SingularityGuard`).
+        dt0: the first (or fixed) step, or None for diffrax's own choice.
+        max_steps: the step limit (static).
+        meter: a diffrax progress meter.
+        stream: compute the per-output-time work one time after another (inputs
+            batched by a vmap; see `over_times`), static.
+    """
+
+    solver: diffrax.AbstractSolver
+    adjoint: diffrax.AbstractAdjoint
+    controller: diffrax.AbstractStepSizeController
+    dt0: Any = None
+    max_steps: int = eqx.field(static=True, default=100_000)
+    meter: diffrax.AbstractProgressMeter = diffrax.NoProgressMeter()
+    stream: bool = eqx.field(static=True, default=False)
+
+    def with_controller(self, controller):
+        """The same settings with another step-size controller."""
+        return dataclasses.replace(self, controller=controller)
+
+    @property
+    def adaptive(self) -> bool:
+        """Whether the steps are chosen by error control (a PID controller)."""
+        return isinstance(self.controller, diffrax.PIDController)
 
 
 class ProjectedSolver(SolverOf, diffrax.AbstractWrappedSolver):
@@ -93,9 +130,7 @@ def solve(vector_field, project, settings, t0, t1, y0, args, ts, *, event=None, 
     Arguments:
         vector_field, project: `(t, y, args) -> y`; `project` is None or the map back
             onto the constraints after every step and at every saved point.
-        settings: `(solver, adjoint, stepsize_controller, dt0, max_steps)`, optionally
-            followed by a diffrax progress meter (default none) and `stream` (see
-            `over_times`; default False).
+        settings: a `SolveSettings`.
         event: an optional `diffrax.Event` ending the solve early.
         save_final: also save the state at the final (or event) time as `sol.ys[-1]`.
 
@@ -108,9 +143,7 @@ def solve(vector_field, project, settings, t0, t1, y0, args, ts, *, event=None, 
     about 80 ms a saved point on a 62-coordinate model, 30× the whole run. Times the
     solve did not reach (filled with inf) are left as they are.
     """
-    solver, adjoint, controller, dt0, max_steps, *rest = settings
-    meter = rest[0] if rest else diffrax.NoProgressMeter()
-    stream = len(rest) > 1 and bool(rest[1])
+    solver, stream = settings.solver, settings.stream
     if project is not None:
         solver = ProjectedSolver(solver=solver, project=project)
     if save_final:
@@ -118,9 +151,9 @@ def solve(vector_field, project, settings, t0, t1, y0, args, ts, *, event=None, 
     else:
         save = diffrax.SaveAt(ts=ts)
     sol = diffrax.diffeqsolve(
-        diffrax.ODETerm(vector_field), solver, t0, t1, dt0, y0, args=args, saveat=save,
-        stepsize_controller=controller, max_steps=max_steps, adjoint=adjoint, event=event,
-        throw=False, progress_meter=meter,
+        diffrax.ODETerm(vector_field), solver, t0, t1, settings.dt0, y0, args=args, saveat=save,
+        stepsize_controller=settings.controller, max_steps=settings.max_steps, adjoint=settings.adjoint,
+        event=event, throw=False, progress_meter=settings.meter,
     )
     if project is None:
         return sol

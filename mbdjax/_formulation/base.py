@@ -117,8 +117,7 @@ class AbstractFormulation(eqx.Module):
 
     def integrate(self, model, stabilization, settings, y0, p, t0, t1, ts):
         """Integrate the state from `y0` at `t0` to `t1`, saved at `ts`; returns an
-        `Integrated`. `settings` is `(solver, adjoint, stepsize_controller, dt0,
-        max_steps)`. Default: one diffrax solve, projected after every step when the
+        `Integrated`. `settings` is a `mbdjax._solve.SolveSettings`. Default: one diffrax solve, projected after every step when the
         stabilization projects; for a model with discrete modes, one solve per mode
         (`mbdjax._switching`)."""
         switching = switching_of(model)
@@ -139,10 +138,10 @@ class AbstractFormulation(eqx.Module):
         # at every step, not only at the output times.
         event = singularity_event(model, model.n)
         # (not with the continuous adjoint, which cannot save the final state apart)
-        watch = (self.watches_rank and model.m > 0 and isinstance(settings[2], diffrax.PIDController)
-                 and not isinstance(settings[1], diffrax.BacksolveAdjoint))
+        watch = (self.watches_rank and model.m > 0 and settings.adaptive
+                 and not isinstance(settings.adjoint, diffrax.BacksolveAdjoint))
         if watch:
-            settings = settings[:2] + (SingularityGuard(settings[2], model),) + settings[3:]
+            settings = settings.with_controller(SingularityGuard(settings.controller, model))
         sol = solve(vector_field, project if self.projects(stabilization) else None, settings, t0, t1, y0, p, ts,
                     event=event, save_final=watch)
         singular = (sol.result == diffrax.RESULTS.event_occurred) if event is not None else False

@@ -22,7 +22,6 @@ THEORY §5.
 
 from __future__ import annotations
 
-import diffrax
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -253,4 +252,4 @@ class NullSpace(AbstractFormulation):
         return integrate_partitioned(model, settings, y0, p, t0, t1, ts, perm0, vector_field, project,
                                      lambda t, y, p_, old, new: y, growth=float(self.growth),
                                      max_partitions=self.max_partitions,
-                                     watch=isinstance(settings[2], diffrax.PIDController))
+                                     watch=settings.adaptive)

@@ -187,7 +187,7 @@ def integrate_partitioned(model, settings, y0, p, t0, t1, ts, perm0, vector_fiel
     (`singularity_event`) also ends the run.
 
     Arguments:
-        settings: `(solver, adjoint, stepsize_controller, dt0, max_steps)`.
+        settings: a `mbdjax._solve.SolveSettings`.
         y0 (state,): the state at `t0`, already consistent with `perm0`.
         perm0 (n,): the first partition (`perm[:m]` dependent, `perm[m:]` independent).
         vector_field, project: `(t, y, args) -> y` with `args = (p, perm, κ₀)`;
@@ -203,7 +203,7 @@ def integrate_partitioned(model, settings, y0, p, t0, t1, ts, perm0, vector_fiel
     """
     n, m = model.n, model.m
     if watch:
-        settings = settings[:2] + (SingularityGuard(settings[2], model, packed=True),) + settings[3:]
+        settings = settings.with_controller(SingularityGuard(settings.controller, model, packed=True))
 
     def degraded(t, y, args, **kwargs):
         p_, perm, kappa0 = args

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -297,7 +296,7 @@ class QuasiVelocity(AbstractFormulation):
         return integrate_partitioned(model, settings, y0, p, t0, t1, ts, perm0, vector_field,
                                      project if self.projects(stabilization) else None, remap,
                                      growth=float(self.growth), max_partitions=self.max_partitions,
-                                     watch=isinstance(settings[2], diffrax.PIDController))
+                                     watch=settings.adaptive)
 
     def accelerations(self, model, q, qd, t, p, stabilization):
         self._check_ready()
