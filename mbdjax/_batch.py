@@ -35,8 +35,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._errors import SimulationError
-from ._integrate import _failure_error, check_times, reporting, save_times, simulate
-from ._stabilization.projection import batch_members
+from ._integrate import failure_error, check_times, reporting, save_times, simulate
+from ._stabilization import resolve_stabilization
 from ._params import float_params, nonfinite_entries
 from ._runtime_checks import checked_on_host, first_failure
 from ._singular import singular_configuration_error
@@ -84,13 +84,14 @@ def _compiled(model, axes, static, dynamic_keys, rows, report, members):
 
         def program(vectorized):
             def one(q, v, pp, kwargs):
-                # The members' saved points are projected by the block solve, vectorized
-                # or not (`batch_members`; 1024 sequential 10-link chains with 51
-                # outputs each: 1.25 → 1.05 s against the dense Cholesky).
+                # The members project by the block solve, at the saved points too,
+                # vectorized or not (`Projection.block_solves`; 1024 sequential 10-link
+                # chains with 51 outputs each: 1.25 → 1.05 s against the dense Cholesky).
+                stabilization = resolve_stabilization(kwargs.get("stabilization", "projection"))
+                kwargs = {**kwargs, "stabilization": stabilization.with_block_solves()}
                 if not report:
-                    with batch_members():
-                        return simulate(model, q, v, params=pp, rows=rows, **kwargs)
-                with reporting() as found, batch_members():
+                    return simulate(model, q, v, params=pp, rows=rows, **kwargs)
+                with reporting() as found:
                     traj = simulate(model, q, v, params=pp, rows=rows, **kwargs)
                 info.update(messages=found["messages"], work=found["work"], formulation=found["formulation"])
                 return traj, found["flags"], found["stop"]
@@ -172,7 +173,7 @@ def _loops_call_libraries(jaxpr):
 
 def _first_failure(model, traj, flags, stop, info, t0, t1):
     """The `SimulationError` naming the first failed member of a batch and why (the
-    same reasons and details as `simulate` gives a lone run: `_failure_error`, or the
+    same reasons and details as `simulate` gives a lone run: `failure_error`, or the
     singular-configuration report), or None when every member succeeded. Host values:
     `flags (B, K)` in `info["messages"]` order, `stop` None or `(rank_lost (B,), t (B,),
     y (B, ...))`."""
@@ -188,7 +189,7 @@ def _first_failure(model, traj, flags, stop, info, t0, t1):
         err = singular_configuration_error(info["work"], info["formulation"], float(stop[1][k]),
                                            jnp.asarray(stop[2][k][:model.n]), member.params)
     else:
-        err = _failure_error(first_failure(flags[k], info["messages"]), member, model, t0, t1)
+        err = failure_error(first_failure(flags[k], info["messages"]), member, model, t0, t1)
     text = str(err).removeprefix("mbdjax.simulate: ").removeprefix("simulate: ")
     return SimulationError(f"simulate_batch: member {k} (of {B}; {int(failed.sum())} failed in all): {text}",
                            reason=err.reason, time=err.time, names=err.names, member=k)

@@ -11,7 +11,6 @@ import jax
 import jax.numpy as jnp
 
 from ._rk import SolverOf
-from ._stabilization.projection import step_loop
 
 
 class SolveSettings(eqx.Module):
@@ -98,10 +97,7 @@ class ProjectedSolver(SolverOf, diffrax.AbstractWrappedSolver):
         y1, y_error, dense_info, solver_state, result = self.solver.step(
             terms, t0, t1, y0, args, solver_state, True
         )
-        # The projection keeps LAPACK calls out of the step loop where it can
-        # (`step_loop`), so XLA compiles the loop into one kernel.
-        with step_loop():
-            y1 = self.project(t1, y1, args)
+        y1 = self.project(t1, y1, args)
         return y1, y_error, dense_info, solver_state, result
 
     def func(self, terms, t0, y0, args):
@@ -124,12 +120,17 @@ def over_times(fn, xs, stream):
     return jax.vmap(fn)(*xs)
 
 
-def solve(vector_field, project, settings, t0, t1, y0, args, ts, *, event=None, save_final=False):
+def solve(vector_field, project, settings, t0, t1, y0, args, ts, *, event=None, save_final=False,
+          project_step=None):
     """`diffrax.diffeqsolve` of `dy/dt = vector_field(t, y, args)` saved at `ts`.
 
     Arguments:
         vector_field, project: `(t, y, args) -> y`; `project` is None or the map back
             onto the constraints after every step and at every saved point.
+        project_step: the projection after every step, where it differs from the one
+            at the saved points (one built with the stabilization's
+            `with_block_solves()`, which keeps LAPACK calls out of the step loop so
+            that XLA compiles the loop into one kernel); default `project`.
         settings: a `SolveSettings`.
         event: an optional `diffrax.Event` ending the solve early.
         save_final: also save the state at the final (or event) time as `sol.ys[-1]`.
@@ -145,7 +146,7 @@ def solve(vector_field, project, settings, t0, t1, y0, args, ts, *, event=None, 
     """
     solver, stream = settings.solver, settings.stream
     if project is not None:
-        solver = ProjectedSolver(solver=solver, project=project)
+        solver = ProjectedSolver(solver=solver, project=project if project_step is None else project_step)
     if save_final:
         save = diffrax.SaveAt(subs=[diffrax.SubSaveAt(ts=ts), diffrax.SubSaveAt(t1=True)])
     else:

@@ -150,11 +150,14 @@ def integrate_switched(formulation, model, stabilization, settings, y0, p, t0, t
         q, qd, _, lam, _ = state_outputs(y, t, args)
         return jnp.concatenate([dy, jnp.asarray(monitor(q, qd, lam, t, args), dtype=dy.dtype)])
 
-    def project_y(t, y, args):
+    def project_y(t, y, args, stabilization=stabilization):
         return formulation.project(model, t, y, args, stabilization)
 
-    def project(t, Y, args):
-        return jnp.concatenate([project_y(t, Y[:ny], args), Y[ny:]])
+    def project(t, Y, args, stabilization=stabilization):
+        return jnp.concatenate([project_y(t, Y[:ny], args, stabilization), Y[ny:]])
+
+    def project_step(t, Y, args):
+        return project(t, Y, args, stabilization.with_block_solves())
 
     def lam_in(y, t):
         def at(p_):
@@ -187,7 +190,7 @@ def integrate_switched(formulation, model, stabilization, settings, y0, p, t0, t
         t_s, y_s, modes_s, done, result, steps, ys, modes_ts = carry
         p_s = switching.with_modes(p, modes_s)
         sol = solve(vector_field, project if projecting else None, settings, t_s, t1, extend(y_s), p_s,
-                    jnp.clip(ts, t_s, t1), event=event, save_final=True)
+                    jnp.clip(ts, t_s, t1), event=event, save_final=True, project_step=project_step)
         ys_piece, t_end, y_end = sol.ys[0][:, :ny], sol.ts[1][0], sol.ys[1][0][:ny]
         covered = (~done) & (ts >= t_s) & (ts <= t_end) & jnp.all(jnp.isfinite(ys_piece), axis=1)
         ys = jnp.where(covered[:, None], ys_piece, ys)

@@ -350,29 +350,29 @@ def test_step_loop_and_batch_members_have_no_lapack_call(members):
     kernel (`mbdjax._xla_cpu`), so a projected step of the 10-link chain (20 rows, below
     `BLOCK_GRAM_MIN_ROWS`) solves its Gram matrices by the block-tridiagonal solve: its
     program holds no `cholesky` or `triangular_solve`, for one trajectory and for a
-    batch's members (`batch_members`) alike. The projection of a saved point is traced
-    outside the step: one trajectory's keeps the dense Cholesky (it compiles faster),
-    a batch member's uses the block solve (half the batched dense Cholesky's cost)."""
-    import contextlib
-
+    batch's members (whose stabilization has `block_solves`) alike. The projection of a
+    saved point is traced outside the step: one trajectory's keeps the dense Cholesky
+    (it compiles faster), a batch member's uses the block solve (half the batched dense
+    Cholesky's cost)."""
     from mbdjax._integrate import resolve_formulation, resolve_stabilization
     from mbdjax._redundancy import restrict, select_rows
     from mbdjax._solve import ProjectedSolver
-    from mbdjax._stabilization.projection import batch_members
 
     ex = models.pendulum_chain(10)
     p = ex.model.params
     work = restrict(ex.model, select_rows(ex.model, ex.q0, 0.0, p))
     form = resolve_formulation("augmented").with_rows(True).prepare(work, p, ex.q0, 0.0)
     stab = resolve_stabilization("projection").with_rows(True)
+    stab = stab.with_block_solves() if members else stab
     y0 = jnp.concatenate([ex.q0, ex.qd0])
     term = diffrax.ODETerm(lambda t, y, args: form.vector_field(work, t, y, args, stab))
     project = lambda t, y, args: form.project(work, t, y, args, stab)  # noqa: E731
-    with batch_members() if members else contextlib.nullcontext():
-        solver = ProjectedSolver(solver=diffrax.Tsit5(), project=project)
-        state = solver.init(term, 0.0, 1e-3, y0, p)
-        step = str(jax.make_jaxpr(lambda y: solver.step(term, 0.0, 1e-3, y, p, state, False)[0])(y0))
-        saved = str(jax.make_jaxpr(lambda y: project(0.0, y, p))(y0))
+    # the step's projection as the formulations build it (`AbstractFormulation.integrate`)
+    project_step = lambda t, y, args: form.project(work, t, y, args, stab.with_block_solves())  # noqa: E731
+    solver = ProjectedSolver(solver=diffrax.Tsit5(), project=project_step)
+    state = solver.init(term, 0.0, 1e-3, y0, p)
+    step = str(jax.make_jaxpr(lambda y: solver.step(term, 0.0, 1e-3, y, p, state, False)[0])(y0))
+    saved = str(jax.make_jaxpr(lambda y: project(0.0, y, p))(y0))
 
     def lapack(jaxpr):
         return "cholesky" in jaxpr or "triangular_solve" in jaxpr
@@ -388,17 +388,14 @@ def test_projection_with_independent_rows_lands_on_the_constraints(form):
     constraints: Φ (written out in NumPy, `_chain_phi`) is below 1e-15 after the two
     default Newton steps, and the correction lies in the row space of Φ_q at the start
     (the minimum-norm property: its least-squares remainder in NumPy below 1e-15).
-    `blocks`: traced as the step of one trajectory's loop (`step_loop`), where the
-    projection solves the chain's Gram matrix by the block-tridiagonal solve below
-    `BLOCK_GRAM_MIN_ROWS` rows too."""
-    import contextlib
-
-    from mbdjax._stabilization.projection import Projection, _uses_pattern, step_loop
+    `blocks`: as the step of one trajectory's loop projects (`block_solves`), solving
+    the chain's Gram matrix by the block-tridiagonal solve below `BLOCK_GRAM_MIN_ROWS`
+    rows too."""
+    from mbdjax._stabilization.projection import Projection, _uses_pattern
 
     ex = models.pendulum_chain(4)
     model = ex.model
-    with step_loop() if form == "blocks" else contextlib.nullcontext():
-        assert _uses_pattern(model, True) == (form == "blocks")
+    assert _uses_pattern(model, True, form == "blocks") == (form == "blocks")
     angles = np.array([0.3, -0.5, 1.1, 0.2])
     q = np.zeros(12)
     tip = np.zeros(2)
@@ -410,8 +407,8 @@ def test_projection_with_independent_rows_lands_on_the_constraints(form):
     q_off = q + 1e-6 * np.random.default_rng(1).standard_normal(12)
     qd = np.random.default_rng(2).standard_normal(12)
     stab = Projection().with_rows(True)
-    with step_loop() if form == "blocks" else contextlib.nullcontext():
-        qp, qdp = jax.jit(lambda q, qd: stab.project(model, q, qd, 0.0, model.params))(q_off, qd)
+    stab = stab.with_block_solves() if form == "blocks" else stab
+    qp, qdp = jax.jit(lambda q, qd: stab.project(model, q, qd, 0.0, model.params))(q_off, qd)
     qp, qdp = np.asarray(qp), np.asarray(qdp)
     assert np.max(np.abs(_chain_phi(qp))) < 1e-15
     J0 = _chain_jacobian(q_off)

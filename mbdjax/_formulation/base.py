@@ -130,8 +130,11 @@ class AbstractFormulation(eqx.Module):
         def vector_field(t, y, args):
             return self.vector_field(model, t, y, args, stabilization)
 
-        def project(t, y, args):
+        def project(t, y, args, stabilization=stabilization):
             return self.project(model, t, y, args, stabilization)
+
+        def project_step(t, y, args):
+            return project(t, y, args, stabilization.with_block_solves())
 
         # The coordinates' own singularities (3-1-3 Euler angles at sin θ = 0) and, for
         # formulations not defined there, configurations where B loses rank are watched
@@ -143,7 +146,7 @@ class AbstractFormulation(eqx.Module):
         if watch:
             settings = settings.with_controller(SingularityGuard(settings.controller, model))
         sol = solve(vector_field, project if self.projects(stabilization) else None, settings, t0, t1, y0, p, ts,
-                    event=event, save_final=watch)
+                    event=event, save_final=watch, project_step=project_step)
         singular = (sol.result == diffrax.RESULTS.event_occurred) if event is not None else False
         if not watch:
             return Integrated(sol.ts, sol.ys, sol.result, sol.stats["num_steps"], singular=singular)

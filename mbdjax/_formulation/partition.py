@@ -174,7 +174,7 @@ def partition_basis(B, perm, m):
 
 
 def integrate_partitioned(model, settings, y0, p, t0, t1, ts, perm0, vector_field, project, remap, *,
-                          growth, max_partitions, watch=False):
+                          growth, max_partitions, watch=False, project_step=None):
     """Integrate with coordinate partitions re-chosen along the motion: shared by the
     null-space and quasi-velocity formulations, whose states are tied to a partition.
 
@@ -196,6 +196,8 @@ def integrate_partitioned(model, settings, y0, p, t0, t1, ts, perm0, vector_fiel
             partition (the identity for a state `[q; q̇]`).
         watch: wrap the step-size controller in `SingularityGuard` (a collapse of the
             steps where `B` is close to losing rank ends the run, `rank_lost`).
+        project_step: the projection after every step where it differs from
+            `project` (`mbdjax._solve.solve`).
 
     Returns an `Integrated` with `aux` the partition at each output time and
     `partitions = {"t": (K,), "independent": (K, n − m)}` (t = inf for unused pieces);
@@ -221,7 +223,7 @@ def integrate_partitioned(model, settings, y0, p, t0, t1, ts, perm0, vector_fiel
         t_start, y_start, perm, done, result, steps, ys, perms, singular, t_last, y_last = carry
         kappa0 = partition_condition(model, y_start[:n], t_start, p, perm)
         sol = solve(vector_field, project, settings, t_start, t1, y_start, (p, perm, kappa0),
-                    jnp.clip(ts, t_start, t1), event=event, save_final=True)
+                    jnp.clip(ts, t_start, t1), event=event, save_final=True, project_step=project_step)
         ys_piece, t_end, y_end = sol.ys[0], sol.ts[1][0], sol.ys[1][0]
         covered = (~done) & (ts >= t_start) & (ts <= t_end) & jnp.all(jnp.isfinite(ys_piece), axis=1)
         ys = jnp.where(covered[:, None], ys_piece, ys)

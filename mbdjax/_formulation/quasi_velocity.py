@@ -260,7 +260,7 @@ class QuasiVelocity(AbstractFormulation):
             return y
         # Only q is projected: q̇ = W u + w₀ stays admissible at the projected q.
         return jnp.concatenate([project_positions(model, y[:n], t, p, stabilization.iterations,
-                                                                 not stabilization.independent), y[n:]])
+                                                  not stabilization.independent, stabilization.block_solves), y[n:]])
 
     def outputs_from_state(self, model, y, t, p, stabilization, aux=None):
         n = model.n
@@ -283,8 +283,11 @@ class QuasiVelocity(AbstractFormulation):
             qd, ud, _ = self._rates(model, y[:n], y[n:], t, p_, perm)
             return jnp.concatenate([qd, ud])
 
-        def project(t, y, args):
+        def project(t, y, args, stabilization=stabilization):
             return self.project(model, t, y, args[0], stabilization)
+
+        def project_step(t, y, args):
+            return project(t, y, args, stabilization.with_block_solves())
 
         def remap(t, y, p_, old, new):
             # q̇ = W u + w₀ is the same motion in either partition; the new u is its
@@ -296,7 +299,7 @@ class QuasiVelocity(AbstractFormulation):
         return integrate_partitioned(model, settings, y0, p, t0, t1, ts, perm0, vector_field,
                                      project if self.projects(stabilization) else None, remap,
                                      growth=float(self.growth), max_partitions=self.max_partitions,
-                                     watch=settings.adaptive)
+                                     watch=settings.adaptive, project_step=project_step)
 
     def accelerations(self, model, q, qd, t, p, stabilization):
         self._check_ready()

@@ -29,6 +29,13 @@ class AbstractStabilization(eqx.Module):
         to be independent (`simulate` decides once: `mbdjax._redundancy`)."""
         return self
 
+    def with_block_solves(self):
+        """This stabilization as it projects inside a solver's step loop or for the
+        members of a batch, where a serial chain's Gram matrix is solved by the
+        block-tridiagonal solve at any size (`Projection.block_solves`); unchanged
+        for stabilizations that solve nothing."""
+        return self
+
 
 class NoStabilization(AbstractStabilization):
     """Integrate the index-1 equations as they are; drift grows with time.

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import dataclasses
 import functools
 
@@ -59,65 +57,35 @@ def _sparse_min_norm_correction(model, vals, r, fallback=True):
 BLOCK_GRAM_MIN_ROWS = 32
 """From this many holonomic rows a block-tridiagonal Gram matrix is solved by the
 block-tridiagonal solve even when the model also gives its dense `Φ_q` (the planar
-front end does) and the projection is neither a step of a solver loop (`step_loop`) nor
-part of a batch's members (`batch_members`): the saved points of one trajectory, the
-initial state. There the dense Cholesky's program compiles faster (0.2–0.7 s less for
-the 5- to 20-link pendulum chains' runs with 201 saved points, at the same run time)."""
-
-# Set while a solver loop's step or a batch's members are traced (`step_loop`,
-# `batch_members`): both call for the block solve at any size.
-_BLOCKS = contextvars.ContextVar("mbdjax_projection_block_solves", default=False)
+front end does) and the projection is not asked for block solves
+(`Projection.block_solves`: a step of a solver loop, the members of a batch): the
+saved points of one trajectory, the initial state. There the dense Cholesky's program
+compiles faster (0.2–0.7 s less for the 5- to 20-link pendulum chains' runs with 201
+saved points, at the same run time)."""
 
 
-@contextlib.contextmanager
-def _block_solves():
-    token = _BLOCKS.set(True)
-    try:
-        yield
-    finally:
-        _BLOCKS.reset(token)
-
-
-def step_loop():
-    """Trace the projections inside the block as the step of a solver loop
-    (`mbdjax._solve.ProjectedSolver`): a serial chain's Gram matrix is then solved by
-    the block-tridiagonal solve at any size. A LAPACK call (the dense Cholesky) inside
-    the loop keeps XLA from compiling the loop into one kernel (`mbdjax._xla_cpu`):
-    on the 10-link pendulum chain (20 rows) the default 10 s run took 89 ms with the
-    block solve against 106–139 ms."""
-    return _block_solves()
-
-
-def batch_members():
-    """Trace the `simulate` calls inside the block as members of a batch
-    (`simulate_batch`, vectorized or one after another): a serial chain's Gram matrix
-    is then solved by the block-tridiagonal solve at any size, at the saved points
-    too. Over 1024 vectorized members
-    the batched block solve projects a 10-link chain's state in 4.7 µs a member
-    against 9.1 µs with the batched dense Cholesky (LAPACK, one member after another),
-    and the batch of 0.25 s runs with 51 saved points took 1.51–1.63 s instead of
-    1.89–1.97 s."""
-    return _block_solves()
-
-
-def _uses_pattern(model, holonomic_only):
+def _uses_pattern(model, holonomic_only, blocks=False):
+    """Whether to solve from the sparse pattern's nonzeros: always where the model
+    gives no dense `Φ_q`; for a serial chain (block-tridiagonal Gram matrix) with
+    `blocks` (see `Projection.block_solves`) or from `BLOCK_GRAM_MIN_ROWS` rows."""
     pat = model.jacobian_pattern
     if pat is None or not (holonomic_only or model.m_n == 0):
         return False
     return model.holonomic_jacobian_fn is None or (
-        pat.schur_block_size is not None and (model.m_h >= BLOCK_GRAM_MIN_ROWS or _BLOCKS.get()))
+        pat.schur_block_size is not None and (model.m_h >= BLOCK_GRAM_MIN_ROWS or blocks))
 
 
-def project_positions(model, q, t, p, iterations=2, fallback=True):
+def project_positions(model, q, t, p, iterations=2, fallback=True, blocks=False):
     """Gauss–Newton steps `q ← q − Φ_qᵀ(Φ_q Φ_qᵀ)⁻¹ Φ` onto `Φ(q, t) = 0`; `fallback`:
     least squares where `Φ_q Φ_qᵀ` is singular (False when the rows are known to be
-    independent)."""
+    independent); `blocks`: a serial chain's Gram matrix by the block solve at any size
+    (`Projection.block_solves`)."""
     if model.m_h == 0:
         return q
 
     def body(x, _):
         phi = kin.holonomic(model, x, t, p)
-        if _uses_pattern(model, True):
+        if _uses_pattern(model, True, blocks):
             dx = _sparse_min_norm_correction(model, kin.holonomic_jacobian_values(model, x, t, p), phi, fallback)
         else:
             dx = _min_norm_correction(kin.holonomic_jacobian(model, x, t, p), phi, fallback)
@@ -127,11 +95,12 @@ def project_positions(model, q, t, p, iterations=2, fallback=True):
     return q
 
 
-def project_velocities(model, q, qd, t, p, fallback=True):
-    """Orthogonal projection of `q̇` onto `B q̇ = b` (`fallback` as for `project_positions`)."""
+def project_velocities(model, q, qd, t, p, fallback=True, blocks=False):
+    """Orthogonal projection of `q̇` onto `B q̇ = b` (`fallback` and `blocks` as for
+    `project_positions`)."""
     if model.m == 0:
         return qd
-    if _uses_pattern(model, False):
+    if _uses_pattern(model, False, blocks):
         vals = kin.holonomic_jacobian_values(model, q, t, p)
         r = model.jacobian_pattern.matvec(vals, qd) - kin.velocity_rhs(model, q, t, p)
         return qd - _sparse_min_norm_correction(model, vals, r, fallback)
@@ -268,6 +237,15 @@ class Projection(AbstractStabilization):
             `simulate`, which removes redundant rows first: `mbdjax._redundancy`);
             then every solve is a plain Cholesky, otherwise singular Gram matrices
             fall back to least squares.
+        block_solves: solve a serial chain's Gram matrix by the block-tridiagonal
+            solve at any size (set for the projection in a solver's step loop and for
+            the members of a batch: `with_block_solves`). A LAPACK call (the dense
+            Cholesky) inside the step loop keeps XLA from compiling the loop into one
+            kernel (`mbdjax._xla_cpu`): the 10-link pendulum chain's default 10 s run
+            took 89 ms with the block solve against 106–139 ms. Over 1024 vectorized
+            members the block solve projects a 10-link chain's state in 4.7 µs a member
+            against 9.1 µs with the batched dense Cholesky; 1024 sequential chains with
+            51 outputs each took 1.05 s against 1.25 s.
 
     Example:
 
@@ -285,6 +263,7 @@ class Projection(AbstractStabilization):
     iterations: int = 2
     velocities: bool = True
     independent: bool = eqx.field(static=True, default=False)
+    block_solves: bool = eqx.field(static=True, default=False)
     projects = True
 
     def __check_init__(self):
@@ -293,14 +272,18 @@ class Projection(AbstractStabilization):
 
     def project(self, model, q, qd, t, p):
         if self.independent and model.m_h:
-            q = _project_independent(model, q, t, p, int(self.iterations), _uses_pattern(model, True))
+            q = _project_independent(model, q, t, p, int(self.iterations),
+                                     _uses_pattern(model, True, self.block_solves))
         else:
-            q = project_positions(model, q, t, p, self.iterations, not self.independent)
+            q = project_positions(model, q, t, p, self.iterations, not self.independent, self.block_solves)
         if self.velocities and self.independent and model.m:
-            qd = _project_velocities_independent(model, q, qd, t, p, _uses_pattern(model, False))
+            qd = _project_velocities_independent(model, q, qd, t, p, _uses_pattern(model, False, self.block_solves))
         elif self.velocities:
-            qd = project_velocities(model, q, qd, t, p, not self.independent)
+            qd = project_velocities(model, q, qd, t, p, not self.independent, self.block_solves)
         return q, qd
 
     def with_rows(self, independent):
         return dataclasses.replace(self, independent=bool(independent))
+
+    def with_block_solves(self):
+        return dataclasses.replace(self, block_solves=True)
