@@ -101,12 +101,12 @@ def call_problem(label, fn, args, shape, unit):
     import jax
     import jax.numpy as jnp
 
-    from ._model import _advice, _first_line
+    from ._model import call_advice, first_line
 
     try:
         out = jax.eval_shape(lambda *a: jnp.asarray(fn(*a), dtype=float), *args)
     except Exception as err:  # noqa: BLE001 - reported with context
-        return f"{label} raised {type(err).__name__}: {_first_line(err)}{_advice(err, args[-1])}"
+        return f"{label} raised {type(err).__name__}: {first_line(err)}{call_advice(err, args[-1])}"
     if out.shape != shape:
         return f"{label} returned shape {out.shape}; it must return {unit} of shape {shape}."
     return None

@@ -32,7 +32,7 @@ from ._errors import MbdjaxError
 from ._integrate import simulate
 from ._params import float_params, get_values, path_name, resolve_names, set_values
 from ._redundancy import select_rows
-from ._sensitivity import _output_function, initial_state
+from ._sensitivity import output_function, initial_state
 from ._tracing import CompiledCache
 
 #: Relative singular values below this are reported as not identifiable.
@@ -268,7 +268,7 @@ def fit_loss(model, data, params0=None, *, free, outputs, q0, qd0, weights=None,
     p0 = float_params(model, params0, "fit_loss")
     simulate_kwargs = _with_start_rows(model, q0, qd0, p0, simulate_kwargs)
     paths = resolve_names(p0, free, "fit_loss")
-    fn, labels = _output_function(model, outputs)
+    fn, labels = output_function(model, outputs)
     t_data, y_data = load_data(data, labels)
     ts, d = jnp.asarray(t_data), jnp.asarray(y_data)
     w = jnp.ones_like(d) if weights is None else jnp.broadcast_to(jnp.asarray(weights, dtype=float), d.shape)
@@ -437,7 +437,7 @@ def fit(model, data, params0=None, *, free: Sequence[str], outputs, q0, qd0, wei
     simulate_kwargs = _with_start_rows(model, q0, qd0, p0, simulate_kwargs)
     paths = resolve_names(p0, free, "fit")
     names = tuple(path_name(p) for p in paths)
-    fn, labels = _output_function(model, outputs)
+    fn, labels = output_function(model, outputs)
     t_data, y_data = load_data(data, labels)
     theta0 = np.asarray(get_values(p0, paths))
     to_free, from_free, kinds = _transform(bounds, names, theta0)

@@ -139,15 +139,15 @@ def run_config(path, force=False):
     }
     with open(os.path.join(out, "fit.json"), "w") as fh:
         json.dump(summary, fh, indent=2)
-    from .plotting._plots import _figure, _pyplot, _units_label, coordinate_unit, legend
+    from .plotting._plots import figure, pyplot, units_label, coordinate_unit, legend
 
-    plt = _pyplot()
-    fig, (ax1, ax2) = _figure(rows=2, height=6.0, sharex=False)    # time above, steps below
+    plt = pyplot()
+    fig, (ax1, ax2) = figure(rows=2, height=6.0, sharex=False)    # time above, steps below
     for k, c in enumerate(outputs):
         ax1.plot(t, y[:, k], ".", ms=3, label=f"{c} data")
         ax1.plot(t, fitted[:, k], "-", label=f"{c} fitted")
     ax1.set(title="data and fitted outputs", xlabel="t [s]",
-            ylabel=_units_label([coordinate_unit(traj, c) for c in outputs], "output"))
+            ylabel=units_label([coordinate_unit(traj, c) for c in outputs], "output"))
     legend(ax1)
     ax1.grid(alpha=0.3)
     ax2.semilogy(np.maximum(np.asarray(res.history), 1e-300))

@@ -181,7 +181,7 @@ def _nearest(model, q_guess, t0, p, iterations):
 
 
 @one_shot_filter_jit
-def _nearest_state(model, q_guess, qd_guess, t0, p, iterations):
+def nearest_state(model, q_guess, qd_guess, t0, p, iterations):
     """`_nearest` and the guessed velocities projected onto `B q̇ = b` at its result,
     one program for the common case of no fixed values (one program compiles in about
     two thirds of the time of two)."""
@@ -264,7 +264,7 @@ def initial_conditions(
     # ---------------------------------------------------------------- positions
     qd_projected = None
     if fix_q is None and fix_qd is None:
-        q0, res, converged, qd_projected = _nearest_state(model, q_guess, qd_guess, t0, p, 8)
+        q0, res, converged, qd_projected = nearest_state(model, q_guess, qd_guess, t0, p, 8)
         idx = ()
     elif fix_q is None:
         q0, res, converged = _nearest(model, q_guess, t0, p, 8)

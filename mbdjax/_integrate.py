@@ -338,7 +338,7 @@ def simulate(
     if failure is not None:
         message = first_failure(*failure)
         if message is not None:
-            raise _failure_error(message, traj, model, float(t0), float(t1))
+            raise failure_error(message, traj, model, float(t0), float(t1))
     return traj
 
 
@@ -354,7 +354,7 @@ _REASONS = ("max_steps", "solver", "non_finite", "drift", "max_partitions", "coo
             "max_switches", "rank_lost")
 
 
-def _failure_error(message, traj, model, t0, t1):
+def failure_error(message, traj, model, t0, t1):
     """The `SimulationError` of a failed run, its message followed by what the saved
     outputs tell (host values): how far the run got; the first output time with a
     non-finite value and the coordinates that went; the constraint row that drifted
@@ -457,10 +457,10 @@ def _consistent_start(model, q0, qd0, t0, p, mode, tol):
             f"simulate: the initial state is not on the constraints ({what}; tolerance {tol:g}). Solve a "
             "consistent one with mbdjax.initial_conditions(model, q_guess, fix_q=..., fix_qd=...), or pass "
             "consistent='project' to move this one onto the constraints.")
-    from ._initial import _nearest_state
+    from ._initial import nearest_state
 
     with concrete_evaluation():
-        q1, _, _, qd1 = _nearest_state(model, q0, qd0, t0, p, 8)
+        q1, _, _, qd1 = nearest_state(model, q0, qd0, t0, p, 8)
     dq, dv = np.asarray(q1 - q0), np.asarray(qd1 - qd0)
     moved = [f"q0[{model.coordinates[k]}] {float(q0[k]):.6g} → {float(q1[k]):.6g}"
              for k in np.flatnonzero(np.abs(dq) > 1e-12)]

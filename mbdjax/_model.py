@@ -69,13 +69,13 @@ def _bounds(param_bounds, params):
     return tuple(sorted(out))
 
 
-def _first_line(err):
+def first_line(err):
     """The first line of an exception's message (JAX's tracer errors run to a page)."""
     text = str(err).strip()
     return text.splitlines()[0] if text else ""
 
 
-def _advice(err, params):
+def call_advice(err, params):
     """What to do about the usual exceptions a model function raises while traced."""
     if isinstance(err, KeyError) and isinstance(params, dict):
         return (f" (the function reads a parameter the model does not declare; its parameters are "
@@ -361,7 +361,7 @@ class Model(eqx.Module):
             try:
                 out = one_shot_jit(lambda *a: jnp.asarray(fn(*a)))(*args)
             except Exception as err:  # noqa: BLE001 - reported with context
-                problems.append(f"Model: `{label}` raised {type(err).__name__}: {_first_line(err)}{_advice(err, p)}")
+                problems.append(f"Model: `{label}` raised {type(err).__name__}: {first_line(err)}{call_advice(err, p)}")
                 return None
             return out
 

@@ -93,10 +93,10 @@ class Sensitivity:
     def plot(self, ax=None, output=0):
         """Normalized sensitivities of output `output` (index or label) against time,
         one line per parameter; returns the axes."""
-        from .plotting._plots import _axes, legend
+        from .plotting._plots import axes, legend
 
         k = self.outputs.index(output) if isinstance(output, str) else int(output)
-        ax = _axes(ax)
+        ax = axes(ax)
         for j, name in enumerate(self.names):
             ax.plot(self.t, np.where(self.defined[:, k], self.normalized[:, k, j], np.nan), label=name)
         ax.set(title=f"normalized sensitivity of {self.outputs[k]}", xlabel="t [s]", ylabel="∂ln y / ∂ln p")
@@ -115,7 +115,7 @@ def initial_state(q0, qd0, p):
     return q0, qd0
 
 
-def _output_function(model, outputs):
+def output_function(model, outputs):
     """`(fn(traj) -> (T, k), labels)` from coordinate names or a function."""
     if callable(outputs):
         return outputs, None
@@ -176,7 +176,7 @@ def sensitivity(model, q0, qd0, params=None, *, t, outputs, wrt: Sequence[str], 
     ts = jnp.asarray(t, dtype=float)
     if ts.ndim != 1 or ts.shape[0] < 1:
         raise MbdjaxError(f"sensitivity: t must be a 1-D array of output times, got shape {ts.shape}.")
-    fn, labels = _output_function(model, outputs)
+    fn, labels = output_function(model, outputs)
     adjoint = diffrax.ForwardMode() if mode == "forward" else diffrax.RecursiveCheckpointAdjoint()
     t1 = ts[-1]
 

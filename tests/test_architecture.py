@@ -269,3 +269,49 @@ def test_front_end_mentions_are_found():
     """The scan finds a metadata read and a kind named in code, and skips docstrings."""
     source = '"""A resistor."""\ndef f(model):\n    """The resistor."""\n    return model.metadata["x"], "resistor"\n'
     assert _front_end_mentions(source, {"resistor"}) == [(4, "'resistor'"), (4, "reads .metadata")]
+
+
+# ---------------------------------------------------------------- private names
+def _private_imports(modules):
+    """`(importing module, line, "source.name")` for every import, at any depth (in
+    functions too), of a private name (one underscore) that another module of the
+    package defines; importing a private module (`from . import _kinematics`) is fine,
+    the modules are the units of the package."""
+    found = []
+    for name, (path, is_package) in modules.items():
+        package = name if is_package else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level:
+                base = package.split(".")
+                source = ".".join(base[:len(base) - (node.level - 1)] + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            if source.split(".")[0] != PACKAGE:
+                continue
+            for alias in node.names:
+                private = alias.name.startswith("_") and not alias.name.startswith("__")
+                if private and f"{source}.{alias.name}" not in modules and source != name:
+                    found.append((name, node.lineno, f"{source}.{alias.name}"))
+    return found
+
+
+def test_no_module_imports_another_modules_private_names():
+    """A name with a leading underscore is its module's own: another module that needs
+    it gets a public name (or the helper moves to where both can reach it), so a
+    change to a private helper cannot break a distant module."""
+    found = _private_imports(_modules())
+    assert not found, "private names imported across modules:\n" + "\n".join(
+        f"{m}:{line}: {what}" for m, line, what in found)
+
+
+def test_private_imports_are_found(tmp_path):
+    """The scan flags `from .a import _helper` (in a function too) and passes a private
+    submodule."""
+    pkg = tmp_path / PACKAGE
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "_a.py").write_text("def _helper():\n    pass\n")
+    (pkg / "b.py").write_text("from . import _a\n\ndef f():\n    from ._a import _helper\n    return _helper\n")
+    assert _private_imports(_modules(pkg, PACKAGE)) == [(f"{PACKAGE}.b", 4, f"{PACKAGE}._a._helper")]

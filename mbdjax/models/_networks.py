@@ -14,7 +14,7 @@ from .._initial import initial_conditions
 from .._tracing import device_array
 from ..network import Network
 from ._example import Example
-from ._slider_crank import _mechanism, slider_crank_configuration
+from ._slider_crank import slider_crank_mechanism, slider_crank_configuration
 
 
 def rlc_capacitor_voltage(t, R=1.0, L=0.5, C=0.25, V=1.0):
@@ -73,7 +73,7 @@ def dc_motor_crank(V=6.0, K=0.5, R=2.0, L=0.01) -> Example:
         >>> models.dc_motor_crank().model.coordinates[:2]
         ('crank.x', 'crank.y')
     """
-    mech = _mechanism()
+    mech = slider_crank_mechanism()
     mech.spring_damper("spring", "ground", (0.6, 0.0), "slider", (0.0, 0.0), k=50.0, c=1.0, length0=0.3)
     crank = mech.build()
     net = Network()

@@ -36,7 +36,7 @@ def slider_crank_configuration(theta, r=R_CRANK, L=L_ROD):
     return device_array([0.0, 0.0, theta, 0.5 * (r * c + x), 0.5 * r * s, beta, x, 0.0, 0.0])
 
 
-def _mechanism():
+def slider_crank_mechanism():
     mech = Mechanism(gravity=(0.0, -9.81))
     for name, (m, J) in MASS.items():
         mech.body(name, mass=m, inertia=J)
@@ -79,7 +79,7 @@ def slider_crank(driven: bool = True) -> Example:
         >>> mbd.check(ex.model, ex.q0).dof
         1
     """
-    mech = _mechanism()
+    mech = slider_crank_mechanism()
     i_phi = mech.index("crank.phi")
     if driven:
         mech.drive_angle("drive", "ground", "crank", lambda t, p: p["drive"]["omega"] * t,
@@ -124,7 +124,7 @@ def slider_crank_dead_centre(driver: str | None = "slider") -> Example:
     """
     if driver not in ("slider", "crank", None):
         raise ValueError(f"slider_crank_dead_centre: driver must be 'slider', 'crank' or None, got {driver!r}.")
-    mech = _mechanism()
+    mech = slider_crank_mechanism()
     if driver == "slider":
         mech.drive_distance("drive", "ground", (0.0, 0.0), "slider", (0.0, 0.0), _slider_position,
                             params={"omega": OMEGA})

@@ -36,7 +36,7 @@ def coordinate_unit(traj, name):
     return "1" if last in ("e0", "e1", "e2", "e3") else None
 
 
-def _units_label(units, quantity):
+def units_label(units, quantity):
     """`"quantity [u]"` for one unit, `"quantity [u1, u2]"` for several."""
     found = sorted({u for u in units if u is not None})
     if not found:
@@ -44,7 +44,7 @@ def _units_label(units, quantity):
     return f"{quantity} [{', '.join(found)}]" + (" (and model units)" if None in units else "")
 
 
-def _pyplot():
+def pyplot():
     """matplotlib.pyplot, on the Agg backend when there is no display and no backend
     was chosen (a backend set by the user, `MPLBACKEND` or matplotlibrc, is kept).
     Asking matplotlib for its backend would resolve its automatic choice by trying the
@@ -61,13 +61,13 @@ def _pyplot():
     return plt
 
 
-def _figure(rows=1, width=7.0, height=4.0, sharex=True):
+def figure(rows=1, width=7.0, height=4.0, sharex=True):
     """`(fig, axes (rows,))`: axes stacked over a shared time axis (`sharex=False`: each
     its own), with fixed margins in inches (room for a y label with exponent tick
     labels, an x label and a title).
     matplotlib's constrained layout measures every label to place them and took half
     the time of the main job's plots."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(rows, 1, figsize=(width, height), sharex=sharex and rows > 1, squeeze=False)
     left, right, bottom, top, gap = 0.95, 0.2, 0.55, 0.4, 0.75
     panel = (height - bottom - top - gap * (rows - 1)) / rows
@@ -83,7 +83,7 @@ MAX_LEGEND_ENTRIES = 24
 
 def legend(ax, ncol=1):
     """The legend of `ax`, placed right of the axes, outside the data area, so it never
-    hides a curve. A figure made by `_figure` is widened by the legend's width (the
+    hides a curve. A figure made by `figure` is widened by the legend's width (the
     widest of its panels') with the axes' size kept; on a caller's own axes the legend
     is only placed. Columns are added when the entries would not fit the panel's
     height; above `MAX_LEGEND_ENTRIES` curves the legend is left out and the title says
@@ -112,10 +112,10 @@ def legend(ax, ncol=1):
     return leg
 
 
-def _axes(ax):
+def axes(ax):
     if ax is not None:
         return ax
-    return _figure()[1][0]
+    return figure()[1][0]
 
 
 def plot_coordinates(traj, names=None, ax=None):
@@ -134,12 +134,12 @@ def plot_coordinates(traj, names=None, ax=None):
         >>> ax.get_title(), [line.get_label() for line in ax.get_lines()]
         ('generalized coordinates', ['x', 'y'])
     """
-    ax = _axes(ax)
+    ax = axes(ax)
     t = np.asarray(traj.t)
     for name in names or traj.coordinates:
         ax.plot(t, np.asarray(traj.coordinate(name)), label=name)
     ax.set_xlabel("t [s]")
-    ax.set_ylabel(_units_label([coordinate_unit(traj, n) for n in names or traj.coordinates], "q"))
+    ax.set_ylabel(units_label([coordinate_unit(traj, n) for n in names or traj.coordinates], "q"))
     ax.set_title("generalized coordinates")
     legend(ax)
     ax.grid(alpha=0.3)
@@ -162,7 +162,7 @@ def plot_residuals(traj, ax=None):
         >>> [line.get_label() for line in ax.get_lines()], ax.get_yscale()
         (['max |Φ|', 'max |B q̇ − b|'], 'log')
     """
-    ax = _axes(ax)
+    ax = axes(ax)
     t = np.asarray(traj.t)
     floor = 1e-18
     if traj.constraint_names:
@@ -199,7 +199,7 @@ def plot_energy(traj, ax=None):
         >>> [line.get_label() for line in ax.get_lines()]
         ['E(t) − E(0)', 'work of forces, dampers, drivers']
     """
-    ax = _axes(ax)
+    ax = axes(ax)
     t = np.asarray(traj.t)
     e = np.asarray(traj.energy())
     ax.plot(t, e - e[0], label="E(t) − E(0)")
@@ -235,7 +235,7 @@ def plot_reactions(traj, joints=None, ax=None, quantity="force"):
         >>> [line.get_label() for line in ax.get_lines()]
         ['crank_pin', 'drive', 'guide', 'rod_crank', 'rod_slider']
     """
-    ax = _axes(ax)
+    ax = axes(ax)
     t = np.asarray(traj.t)
     fns = (traj.model.reaction_fns or {}) if traj.model is not None else {}
     chosen = list(joints or sorted(fns))
@@ -270,7 +270,7 @@ def plot_contact_path(traj, ax=None):
     """
     import jax
 
-    ax = _axes(ax)
+    ax = axes(ax)
     contacts = traj.model.contacts if traj.model is not None else None
     table = contacts.kinematics if contacts is not None else {}
     for name, fn in sorted(table.items()):
@@ -307,7 +307,7 @@ def plot_network(traj, ax=None):
         >>> ax.get_title()
         'node efforts (voltage, pressure)'
     """
-    ax = _axes(ax)
+    ax = axes(ax)
     part = _network_part(traj)
     t = np.asarray(traj.t)
     junctions = part.junctions() if part is not None else []
@@ -315,7 +315,7 @@ def plot_network(traj, ax=None):
         for node in junctions:
             ax.plot(t, np.asarray(traj.effort(node)), label=node)
         ax.set_title("node efforts (voltage, pressure)")
-        ax.set_ylabel(_units_label([part.effort_unit(n) for n in junctions], "effort"))
+        ax.set_ylabel(units_label([part.effort_unit(n) for n in junctions], "effort"))
     else:
         for name in part.flow_stores() if part is not None else []:
             flow = np.asarray(traj.flow(name))
@@ -342,7 +342,7 @@ def plot_friction(traj, ax=None):
         >>> [line.get_label() for line in ax.get_lines()][:1]
         ['fr force']
     """
-    ax = _axes(ax)
+    ax = axes(ax)
     part = _network_part(traj)
     t = np.asarray(traj.t)
     frictions = part.frictions() if part is not None else []
@@ -384,7 +384,7 @@ def save_standard_plots(traj, out_dir, prefix=""):
         >>> [os.path.basename(p) for p in paths]
         ['pendulum_coordinates.png', 'pendulum_residuals.png', 'pendulum_energy.png']
     """
-    plt = _pyplot()
+    plt = pyplot()
     os.makedirs(out_dir, exist_ok=True)
     paths = []
     plots = [("coordinates", plot_coordinates), ("residuals", plot_residuals), ("energy", plot_energy)]
@@ -402,19 +402,19 @@ def save_standard_plots(traj, out_dir, prefix=""):
         if name == "residuals" and not (traj.constraint_names or traj.nonholonomic_names):
             continue
         if name == "coordinates" and angles and others:
-            fig, (ax1, ax2) = _figure(rows=2, height=6.0)
+            fig, (ax1, ax2) = figure(rows=2, height=6.0)
             plot_coordinates(traj, names=others, ax=ax1)
             plot_coordinates(traj, names=angles, ax=ax2)
             for ax, part in ((ax1, "positions and flows"), (ax2, "angles")):
                 ax.set_title(ax.get_title().replace("generalized coordinates", f"generalized coordinates: {part}", 1))
             ax1.set_xlabel("")
         elif name == "reactions":        # forces above, torques (drivers' included) below
-            fig, (ax1, ax2) = _figure(rows=2, height=6.0)
+            fig, (ax1, ax2) = figure(rows=2, height=6.0)
             plot_reactions(traj, ax=ax1)
             plot_reactions(traj, ax=ax2, quantity="torque")
             ax1.set_xlabel("")
         else:
-            fig, (ax,) = _figure()
+            fig, (ax,) = figure()
             fn(traj, ax=ax)
         path = os.path.join(out_dir, f"{prefix}{name}.png")
         fig.savefig(path, dpi=110)
