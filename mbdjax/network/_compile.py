@@ -14,19 +14,17 @@ are nonholonomic rows, affine in q̇ with constant coefficients (except flow sou
 from __future__ import annotations
 
 import dataclasses
-
+import functools
 
 import jax.numpy as jnp
 import numpy as np
 
 from .._model import Model
 from ._domains import DOMAINS, GROUND
-from ._laws import integral_of, junction_content, junction_voltage
+from ._elements import KINDS, SUFFIX, edge_domain, flow_edges
 from ._part import Element, NetworkPart
 from ._structure import structure_problems
 from ._validate import NONNEGATIVE, NONZERO, POSITIVE
-
-_SUFFIX = {"electrical": "q", "fluid": "V"}
 
 
 @dataclasses.dataclass
@@ -41,14 +39,11 @@ class _Layout:
     links: list = dataclasses.field(default_factory=list)  # (index, from, to) graph-only edges (transistors)
 
 
-def _edge_domain(net, element):
-    for t in element.terminals:
-        if t != GROUND and t in net._nodes:
-            return net._nodes[t]
-    return None
-
-
 def _layout(net, mechanism, attach):
+    """Coordinates and their roles, in the order users see: the mechanism's, one
+    displacement per unattached mechanical node, then, by the element records
+    (`_elements.KINDS`), every element's edge coordinates in element order, then every
+    tap coordinate (transistor junctions), then every idle coordinate (friction)."""
     coords = list(mechanism.coordinates) if mechanism is not None else []
     n_mech = len(coords)
     node_index = {}
@@ -62,166 +57,85 @@ def _layout(net, mechanism, attach):
             coords.append(f"{node}.{DOMAINS[domain][2]}")
     edge_index, edges = {}, []
 
-    def add_edge(label, frm, to):
+    def add(label):
         edge_index[label] = len(coords)
         coords.append(label)
-        edges.append((edge_index[label], frm, to))
+        return edge_index[label]
 
     for e in net._elements:
-        k, t = e.kind, e.terminals
-        if k in ("inductor", "capacitor", "resistor", "diode", "inertance", "fluid_capacitor", "fluid_resistor"):
-            add_edge(f"{e.name}.{_SUFFIX[_edge_domain(net, e)]}", t[0], t[1])
-        elif k in ("effort_source", "flow_source") and _edge_domain(net, e) in _SUFFIX:
-            frm, to = (t[1], t[0]) if k == "effort_source" else (t[0], t[1])
-            add_edge(f"{e.name}.{_SUFFIX[_edge_domain(net, e)]}", frm, to)
-        elif k == "transformer":
-            add_edge(f"{e.name}.q1", t[0], t[1])
-            add_edge(f"{e.name}.q2", t[2], t[3])
-        elif k == "piston_transformer":
-            add_edge(f"{e.name}.V1", t[0], t[1])
-            add_edge(f"{e.name}.V2", t[2], t[3])
-        elif k == "hydraulic_piston":
-            add_edge(f"{e.name}.V", t[0], t[1])
-        elif k == "dc_motor":
-            add_edge(f"{e.name}.q", t[0], t[1])
+        for suffix, frm, to in flow_edges(net, e):
+            edges.append((add(f"{e.name}.{suffix}"), frm, to))
     taps, links = [], []
     for e in net._elements:
-        if e.kind in ("bjt_npn", "bjt_pnp"):
-            c, b, em = e.terminals
-            for junction, (to_b, to_c, to_e) in _bjt_taps(e).items():
-                edge_index[f"{e.name}.{junction}"] = len(coords)
-                coords.append(f"{e.name}.{junction}")
-                for node, coef in ((b, to_b), (c, to_c), (em, to_e)):
-                    taps.append((edge_index[f"{e.name}.{junction}"], node, coef))
-            links += [(edge_index[f"{e.name}.qF"], b, em), (edge_index[f"{e.name}.qR"], b, c)]
+        kind = KINDS[e.kind]
+        if kind.taps is None:
+            continue
+        for junction, weights in kind.taps(e).items():
+            index = add(f"{e.name}.{junction}")
+            taps += [(index, node, coef) for node, coef in weights]
+        links += [(edge_index[f"{e.name}.{suffix}"], e.terminals[a], e.terminals[b]) for suffix, a, b in kind.links]
     for e in net._elements:
-        if e.kind == "stick_slip":   # bookkeeping coordinate of the sticking row
-            edge_index[f"{e.name}.stick"] = len(coords)
-            coords.append(f"{e.name}.stick")
+        for suffix in KINDS[e.kind].idle:
+            add(f"{e.name}.{suffix}")
     inertia = []
     for e in net._elements:
-        if e.kind == "stick_slip":
-            inertia.append((edge_index[f"{e.name}.stick"], (e.name, "m_stick")))
-        if e.kind == "mass":
-            inertia.append((node_index[e.terminals[0]], (e.name, "m")))
-        elif e.kind == "inertia":
-            inertia.append((node_index[e.terminals[0]], (e.name, "J")))
-        elif e.kind == "inductor":
-            inertia.append((edge_index[f"{e.name}.q"], (e.name, "L")))
-        elif e.kind == "inertance":
-            inertia.append((edge_index[f"{e.name}.V"], (e.name, "I")))
-        elif e.kind == "dc_motor":
-            inertia.append((edge_index[f"{e.name}.q"], (e.name, "L")))
+        if KINDS[e.kind].inertia is not None:
+            coordinate, key = KINDS[e.kind].inertia
+            index = node_index[e.terminals[0]] if coordinate is None else edge_index[f"{e.name}.{coordinate}"]
+            inertia.append((index, (e.name, key)))
     return _Layout(n_mech, coords, node_index, edge_index, edges, inertia, taps, links)
 
 
-def _alpha(beta):
-    return beta / (1.0 + beta)
-
-
-def _bjt_taps(e):
-    """`{junction: (coef(p) into base, into collector, into emitter)}` of the injection
-    flows `i_F`, `i_R` of a transistor (NPN: `i_C = α_F i_F − i_R`, `i_E = i_F −
-    α_R i_R` leave the collector node and enter the emitter node; PNP reversed)."""
-    s, nm = (1.0 if e.kind == "bjt_npn" else -1.0), e.name
-    aF = lambda p: _alpha(p[nm]["beta_f"])  # noqa: E731
-    aR = lambda p: _alpha(p[nm]["beta_r"])  # noqa: E731
-    return {
-        "qF": (lambda p: -s * (1 - aF(p)), lambda p: -s * aF(p), lambda p: s * 1.0),
-        "qR": (lambda p: -s * (1 - aR(p)), lambda p: s * 1.0, lambda p: -s * aR(p)),
-    }
-
-
-def _bjt_junctions(e, qd, p, edge):
-    """`(v_F, v_R, α_F, α_R)`: junction voltages (v_BE, v_BC for NPN; v_EB, v_CB for
-    PNP) of the injection flows, from the inverted junction laws."""
-    f = p[e.name]
-    aF, aR = _alpha(f["beta_f"]), _alpha(f["beta_r"])
-    vF = junction_voltage(edge(qd, e, "qF"), f["I_s"] / aF, f["V_T"], f["gmin"])
-    vR = junction_voltage(edge(qd, e, "qR"), f["I_s"] / aR, f["V_T"], f["gmin"])
-    return vF, vR, aF, aR
-
-
 class _Parts:
-    """Per-element energies, forces, flow rows and effort/flow/power accessors."""
+    """Per-element energies, forces, flow rows and effort/flow/power accessors, each
+    the sum or list of the element records' (`_elements.KINDS`) in element order."""
 
     def __init__(self, net, lay):
         self.net, self.lay = net, lay
+        self.members = [(e, KINDS[e.kind]) for e in net._elements]   # (element, its record)
 
     # --------------------------------------------------------------- reading q
     def disp(self, x, node):
         return jnp.zeros((), x.dtype) if node == GROUND else x[self.lay.node_index[node]]
 
-    def edge(self, x, e, suffix=None):
+    def index(self, e, suffix=None):
+        """Index of element `e`'s coordinate `"<name>.<suffix>"` (default: its edge
+        domain's suffix, `q` or `V`)."""
         if suffix is None:
-            suffix = _SUFFIX[_edge_domain(self.net, e)]
-        return x[self.lay.edge_index[f"{e.name}.{suffix}"]]
+            suffix = SUFFIX[edge_domain(self.net, e)]
+        return self.lay.edge_index[f"{e.name}.{suffix}"]
+
+    def edge(self, x, e, suffix=None):
+        return x[self.index(e, suffix)]
 
     def rel(self, x, e):
         a, b = e.terminals[:2]
         return self.disp(x, a) - self.disp(x, b)
 
+    def push(self, Q, node, value):
+        """`Q` with `value` added at the displacement of mechanical `node` (none at ground)."""
+        return Q if node == GROUND else Q.at[self.lay.node_index[node]].add(value)
+
     # --------------------------------------------------------------- energies
     def potential(self, q, t, p):
         V = jnp.zeros((), q.dtype)
-        for e in self.net._elements:
-            if e.kind in ("spring", "torsion_spring"):
-                x = self.rel(q, e)
-                V = V + (integral_of(e.fn)(x, p) if e.fn else 0.5 * p[e.name]["k"] * x * x)
-            elif e.kind in ("capacitor", "fluid_capacitor"):
-                x = self.edge(q, e)
-                V = V + (integral_of(e.fn)(x, p) if e.fn else 0.5 * x * x / p[e.name]["C"])
+        for e, kind in self.members:
+            if kind.potential is not None:
+                V = V + kind.potential(self, e, q, t, p)
         return V
 
     def dissipation(self, q, qd, t, p):
         D = jnp.zeros((), q.dtype)
-        for e in self.net._elements:
-            if e.kind in ("damper", "rotational_damper"):
-                v = self.rel(qd, e)
-                D = D + (integral_of(e.fn)(v, p) if e.fn else 0.5 * p[e.name]["c"] * v * v)
-            elif e.kind in ("resistor", "fluid_resistor"):
-                f = self.edge(qd, e)
-                D = D + (integral_of(e.fn)(f, p) if e.fn else 0.5 * p[e.name]["R"] * f * f)
-            elif e.kind == "dc_motor":
-                f = self.edge(qd, e)
-                D = D + 0.5 * p[e.name]["R"] * f * f
-            elif e.kind == "diode":
-                d = p[e.name]
-                D = D + junction_content(self.edge(qd, e), d["I_s"], d["n"] * d["V_T"], d["gmin"])
+        for e, kind in self.members:
+            if kind.dissipation is not None:
+                D = D + kind.dissipation(self, e, q, qd, t, p)
         return D
 
     def forces(self, q, qd, t, p):
         Q = jnp.zeros_like(q)
-        for e in self.net._elements:
-            if e.kind == "effort_source":
-                value = jnp.asarray(e.fn(t, p), dtype=float).reshape(())
-                if _edge_domain(self.net, e) in _SUFFIX:
-                    Q = Q.at[self.lay.edge_index[f"{e.name}.{_SUFFIX[_edge_domain(self.net, e)]}"]].add(value)
-                else:
-                    a, b = e.terminals
-                    if a != GROUND:
-                        Q = Q.at[self.lay.node_index[a]].add(value)
-                    if b != GROUND:
-                        Q = Q.at[self.lay.node_index[b]].add(-value)
-            elif e.kind == "stick_slip":   # kinetic friction while sliding
-                f = p[e.name]
-                force = -(1.0 - f["stuck"]) * f["mu_k"] * f["normal"] * f["direction"]
-                a, b = e.terminals
-                if a != GROUND:
-                    Q = Q.at[self.lay.node_index[a]].add(force)
-                if b != GROUND:
-                    Q = Q.at[self.lay.node_index[b]].add(-force)
-            elif e.kind in ("bjt_npn", "bjt_pnp"):
-                vF, vR, aF, aR = _bjt_junctions(e, qd, p, self.edge)
-                Q = Q.at[self.lay.edge_index[f"{e.name}.qF"]].add(-vF + aF * vR)
-                Q = Q.at[self.lay.edge_index[f"{e.name}.qR"]].add(-vR + aR * vF)
-            elif e.kind == "dc_motor":
-                K = p[e.name]["K"]
-                i = self.lay.edge_index[f"{e.name}.q"]
-                shaft = e.terminals[2]
-                Q = Q.at[i].add(-K * self.disp(qd, shaft))          # back-emf
-                if shaft != GROUND:
-                    Q = Q.at[self.lay.node_index[shaft]].add(K * qd[i])  # torque
+        for e, kind in self.members:
+            if kind.forces is not None:
+                Q = kind.forces(self, e, Q, q, qd, t, p)
         return Q
 
     # ------------------------------------------------------------- flow rows
@@ -245,120 +159,16 @@ class _Parts:
                     total = total + coef(p) * qd[i]
                 return total
             out.append((node, node, kcl))
-        for e in self.net._elements:
-            fn = self._row(e)
-            if fn is not None:
-                out.append((e.name, e, fn))
+        for e, kind in self.members:
+            if kind.row is not None:
+                out.append((e.name, e, functools.partial(kind.row, self, e)))
         return out
-
-    def _row(self, e):
-        k, t, nm = e.kind, e.terminals, e.name
-        if k == "lever":
-            return lambda q, qd, tt, p: (p[nm]["arm_b"] * self.disp(qd, t[0]) + p[nm]["arm_a"] * self.disp(qd, t[1]))
-        if k == "gear":
-            return lambda q, qd, tt, p: p[nm]["r_a"] * self.disp(qd, t[0]) + p[nm]["r_b"] * self.disp(qd, t[1])
-        if k == "transformer":
-            return lambda q, qd, tt, p: (p[nm]["N1"] * self.edge(qd, e, "q1") + p[nm]["N2"] * self.edge(qd, e, "q2"))
-        if k == "piston_transformer":
-            return lambda q, qd, tt, p: self.edge(qd, e, "V1") / p[nm]["A1"] + self.edge(qd, e, "V2") / p[nm]["A2"]
-        if k == "rack_pinion":
-            return lambda q, qd, tt, p: self.disp(qd, t[1]) - p[nm]["r"] * self.disp(qd, t[0])
-        if k == "hydraulic_piston":
-            return lambda q, qd, tt, p: self.edge(qd, e, "V") - p[nm]["A"] * self.disp(qd, t[2])
-        if k == "stick_slip":
-            def stick(q, qd, tt, p):
-                s = p[nm]["stuck"]
-                return s * self.rel(qd, e) + (1.0 - s) * self.edge(qd, e, "stick")
-            return stick
-        if k == "flow_source":
-            def row(q, qd, tt, p):
-                f = jnp.asarray(e.fn(tt, p), dtype=float).reshape(())
-                flow = self.edge(qd, e) if _edge_domain(self.net, e) in _SUFFIX else self.rel(qd, e)
-                return flow - f
-            return row
-        return None
 
     # --------------------------------------------------- efforts, flows, powers
     def ports(self, e):
         """`fn(q, qd, qdd, lam_rows, t, p) -> (efforts (k,), flows (k,))` of element `e`,
         passive sign convention (power absorbed = Σ effort · flow)."""
-        k, t, nm = e.kind, e.terminals, e.name
-        edge_domain = _edge_domain(self.net, e) in _SUFFIX
-
-        def one(effort, flow):
-            return jnp.stack([effort]), jnp.stack([flow])
-
-        if k in ("mass", "inertia"):
-            key = "m" if k == "mass" else "J"
-            return lambda q, qd, qdd, mu, tt, p: one(p[nm][key] * self.disp(qdd, t[0]), self.disp(qd, t[0]))
-        if k in ("spring", "torsion_spring"):
-            return lambda q, qd, qdd, mu, tt, p: one(
-                e.fn(self.rel(q, e), p) if e.fn else p[nm]["k"] * self.rel(q, e), self.rel(qd, e))
-        if k in ("damper", "rotational_damper"):
-            return lambda q, qd, qdd, mu, tt, p: one(
-                e.fn(self.rel(qd, e), p) if e.fn else p[nm]["c"] * self.rel(qd, e), self.rel(qd, e))
-        if k in ("inductor", "inertance"):
-            key = "L" if k == "inductor" else "I"
-            return lambda q, qd, qdd, mu, tt, p: one(p[nm][key] * self.edge(qdd, e), self.edge(qd, e))
-        if k in ("capacitor", "fluid_capacitor"):
-            return lambda q, qd, qdd, mu, tt, p: one(
-                e.fn(self.edge(q, e), p) if e.fn else self.edge(q, e) / p[nm]["C"], self.edge(qd, e))
-        if k == "stick_slip":
-            def friction(q, qd, qdd, mu, tt, p):
-                f = p[nm]
-                resisting = f["stuck"] * mu[nm] + (1.0 - f["stuck"]) * f["mu_k"] * f["normal"] * f["direction"]
-                return one(resisting, self.rel(qd, e))
-            return friction
-        if k == "diode":
-            def diode(q, qd, qdd, mu, tt, p):
-                d, i = p[nm], self.edge(qd, e)
-                return one(junction_voltage(i, d["I_s"], d["n"] * d["V_T"], d["gmin"]), i)
-            return diode
-        if k in ("bjt_npn", "bjt_pnp"):
-            def bjt(q, qd, qdd, mu, tt, p):
-                vF, vR, aF, aR = _bjt_junctions(e, qd, p, self.edge)
-                return (jnp.stack([vF - aF * vR, vR - aR * vF]),
-                        jnp.stack([self.edge(qd, e, "qF"), self.edge(qd, e, "qR")]))
-            return bjt
-        if k in ("resistor", "fluid_resistor"):
-            return lambda q, qd, qdd, mu, tt, p: one(
-                e.fn(self.edge(qd, e), p) if e.fn else p[nm]["R"] * self.edge(qd, e), self.edge(qd, e))
-        if k == "effort_source":
-            if edge_domain:  # coordinate counts b -> a (out of the + terminal)
-                return lambda q, qd, qdd, mu, tt, p: one(jnp.asarray(e.fn(tt, p), dtype=float).reshape(()),
-                                                         -self.edge(qd, e))
-            return lambda q, qd, qdd, mu, tt, p: one(-jnp.asarray(e.fn(tt, p), dtype=float).reshape(()),
-                                                     self.rel(qd, e))
-        if k == "flow_source":
-            flow = (lambda qd: self.edge(qd, e)) if edge_domain else (lambda qd: self.rel(qd, e))
-            return lambda q, qd, qdd, mu, tt, p: one(mu[nm], flow(qd))
-        if k == "dc_motor":
-            def motor(q, qd, qdd, mu, tt, p):
-                i, w = self.edge(qd, e, "q"), self.disp(qd, t[2])
-                v = p[nm]["R"] * i + p[nm]["L"] * self.edge(qdd, e, "q") + p[nm]["K"] * w
-                return jnp.stack([v, -p[nm]["K"] * i]), jnp.stack([i, w])
-            return motor
-        # flow-constraint elements: port k carries effort a_k μ and flow f_k
-        coefficient_flows = {
-            "lever": lambda qd, p: ((p[nm]["arm_b"], self.disp(qd, t[0])), (p[nm]["arm_a"], self.disp(qd, t[1]))),
-            "gear": lambda qd, p: ((p[nm]["r_a"], self.disp(qd, t[0])), (p[nm]["r_b"], self.disp(qd, t[1]))),
-            "transformer": lambda qd, p: ((p[nm]["N1"], self.edge(qd, e, "q1")), (p[nm]["N2"], self.edge(qd, e, "q2"))),
-            "piston_transformer": lambda qd, p: ((1 / p[nm]["A1"], self.edge(qd, e, "V1")),
-                                                 (1 / p[nm]["A2"], self.edge(qd, e, "V2"))),
-            "rack_pinion": lambda qd, p: ((-p[nm]["r"], self.disp(qd, t[0])), (1.0, self.disp(qd, t[1]))),
-            "hydraulic_piston": lambda qd, p: ((1.0, self.edge(qd, e, "V")), (-p[nm]["A"], self.disp(qd, t[2]))),
-        }[k]
-
-        def constraint_ports(q, qd, qdd, mu, tt, p):
-            pairs = coefficient_flows(qd, p)
-            return (jnp.stack([jnp.asarray(a) * mu[nm] for a, _ in pairs]),
-                    jnp.stack([f for _, f in pairs]))
-        return constraint_ports
-
-
-#: element kinds whose efforts are junction or constraint multipliers
-_CARRIED_BY_MULTIPLIERS = ("flow_source", "stick_slip", "lever", "gear", "transformer", "piston_transformer",
-                           "rack_pinion", "hydraulic_piston")
+        return functools.partial(KINDS[e.kind].ports, self, e)
 
 
 def default_params(net):
@@ -419,7 +229,7 @@ def compile_network(net, mechanism, attach):
         multipliers=multipliers,
         node_rate={nd: (lambda qd, i=i: qd[..., i]) for nd, i in lay.node_index.items()},
         attached=dict(attach),
-        carried_by_multipliers=frozenset(e.name for e in net._elements if e.kind in _CARRIED_BY_MULTIPLIERS),
+        carried_by_multipliers=frozenset(e.name for e in net._elements if KINDS[e.kind].carried_by_multipliers),
     )
     metadata = {
         "front_end": "network" if mechanism is None else f"{(mechanism.metadata or {}).get('front_end', 'model')}+network",
@@ -429,7 +239,7 @@ def compile_network(net, mechanism, attach):
     }
     if mechanism is not None and mechanism.metadata:
         metadata = {**mechanism.metadata, **metadata}
-    frictions = [e for e in net._elements if e.kind == "stick_slip"]
+    frictions = [e for e in net._elements if KINDS[e.kind].friction]
     switching = _stick_slip(net, parts, frictions, multipliers) if frictions else None
     problems = tuple(structure_problems(net, lay.edges + lay.links, owner))
     if mechanism is not None:

@@ -20,10 +20,7 @@ import jax.numpy as jnp
 from .._errors import MbdjaxError
 from .._trajectory import per_member
 from ._domains import GROUND, UNITS
-
-
-#: element kinds that store flow (their energy is kinetic: `½ d f²`)
-_FLOW_STORES = ("inductor", "inertance", "mass", "inertia", "dc_motor")
+from ._elements import KINDS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,11 +90,11 @@ class NetworkPart:
         """The elements that store flow (inductors, inertances, masses, inertias, the
         DC motor's armature), in declaration order: the flows a network without
         multipliers is plotted by."""
-        return [n for n, e in self.elements.items() if e.kind in _FLOW_STORES]
+        return [n for n, e in self.elements.items() if KINDS[e.kind].stores_flow]
 
     def frictions(self) -> list[str]:
         """The exact (stick–slip) Coulomb friction elements, in declaration order."""
-        return [n for n, e in self.elements.items() if e.kind == "stick_slip"]
+        return [n for n, e in self.elements.items() if KINDS[e.kind].friction]
 
     def static_limit(self, name: str, p) -> float:
         """The static friction limit `μ_s N` of friction element `name` under

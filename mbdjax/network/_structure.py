@@ -17,9 +17,11 @@ Edges are the electrical and fluid elements (and windings, armatures, source edg
 from __future__ import annotations
 
 from ._domains import GROUND
+from ._elements import KINDS
 
-_EFFORT_LOOP = ("effort_source", "capacitor", "fluid_capacitor")
-_FLOW_CUT = ("flow_source", "inductor", "inertance")
+#: the `ElementKind.structure` roles of the loop and of the cut-set checks
+_EFFORT_LOOP = ("effort source", "effort store")
+_FLOW_CUT = ("flow source", "flow store")
 
 
 class _Components:
@@ -46,7 +48,7 @@ def structure_problems(net, edges, edge_owner):
     `edges`: `(coordinate index, from, to)`; `edge_owner[index]`: the element it
     belongs to."""
     nodes = [n for n, d in net._nodes.items() if d in ("electrical", "fluid")] + [GROUND]
-    kinds = {e.name: e.kind for e in net._elements}
+    role = {e.name: KINDS[e.kind].structure for e in net._elements}
     problems = []
 
     everything = _Components(nodes)
@@ -62,8 +64,8 @@ def structure_problems(net, edges, edge_owner):
     loop = _Components(nodes)
     for i, a, b in edges:
         owner = edge_owner[i]
-        if kinds[owner] in _EFFORT_LOOP and not loop.union(a, b):
-            members = sorted({edge_owner[j] for j, x, y in edges if kinds[edge_owner[j]] in _EFFORT_LOOP
+        if role[owner] in _EFFORT_LOOP and not loop.union(a, b):
+            members = sorted({edge_owner[j] for j, x, y in edges if role[edge_owner[j]] in _EFFORT_LOOP
                               and loop.find(x) == loop.find(a)})
             problems.append(
                 f"a loop of effort sources and capacitors only ({', '.join(members)}): their efforts around "
@@ -73,11 +75,11 @@ def structure_problems(net, edges, edge_owner):
 
     rest = _Components(nodes)
     for i, a, b in edges:
-        if kinds[edge_owner[i]] not in _FLOW_CUT:
+        if role[edge_owner[i]] not in _FLOW_CUT:
             rest.union(a, b)
     cut = sorted({edge_owner[i] for i, a, b in edges
-                  if kinds[edge_owner[i]] in _FLOW_CUT and rest.find(a) != rest.find(b)})
-    if cut and any(kinds[c] == "flow_source" for c in cut):
+                  if role[edge_owner[i]] in _FLOW_CUT and rest.find(a) != rest.find(b)})
+    if cut and any(role[c] == "flow source" for c in cut):
         problems.append(
             f"a cut set of flow sources and inductors (inertances) only ({', '.join(cut)}): the sources "
             "dictate the stores' flows; put a resistor or a capacitor across, or drive with an effort source."

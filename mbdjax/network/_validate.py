@@ -4,19 +4,8 @@ from __future__ import annotations
 
 from .._builder import unique_name_problems
 from ._domains import GROUND
+from ._elements import KINDS, R, T
 
-T, R, E, F = "translational", "rotational", "electrical", "fluid"
-
-#: element kind -> required domain of each terminal (None: any, the same for all)
-TERMINALS = {
-    "mass": (T, None), "spring": (T, T), "damper": (T, T), "lever": (T, T),
-    "inertia": (R, None), "torsion_spring": (R, R), "rotational_damper": (R, R), "gear": (R, R),
-    "inductor": (E, E), "capacitor": (E, E), "resistor": (E, E), "transformer": (E, E, E, E),
-    "inertance": (F, F), "fluid_capacitor": (F, F), "fluid_resistor": (F, F), "piston_transformer": (F, F, F, F),
-    "rack_pinion": (R, T), "hydraulic_piston": (F, F, T), "dc_motor": (E, E, R),
-    "diode": (E, E), "stick_slip": (None, None), "bjt_npn": (E, E, E), "bjt_pnp": (E, E, E),
-    "effort_source": (None, None), "flow_source": (None, None),
-}
 POSITIVE = {"m": "mass", "J": "inertia", "L": "inductance", "I": "inertance", "C": "capacitance",
             "I_s": "saturation current", "n": "emission coefficient", "V_T": "thermal voltage",
             "beta_f": "forward current gain", "beta_r": "reverse current gain",
@@ -36,7 +25,8 @@ def validate(net, mechanism, attach) -> list[str]:
 
     for e in net._elements:
         label = f"{e.kind} {e.name!r}"
-        wanted = TERMINALS[e.kind]
+        kind = KINDS[e.kind]
+        wanted = kind.terminals
         domains = []
         for term, want in zip(e.terminals, wanted):
             if term == GROUND:
@@ -51,17 +41,15 @@ def validate(net, mechanism, attach) -> list[str]:
             if want is not None and nodes[term] != want:
                 problems.append(f"{label}: terminal {term!r} is a {nodes[term]} node; this element needs a "
                                 f"{want} node there.")
-        if e.kind == "stick_slip" and any(d in (E, F) for d in domains):
-            problems.append(f"{label}: friction acts between translational or rotational nodes, not "
-                            f"{sorted({d for d in domains if d in (E, F)})} ones.")
+        if kind.check_domains is not None:
+            problems.extend(kind.check_domains(e, domains))
         if None in wanted:  # sources: both terminals in one domain
             found = {d for d in domains if d is not None}
             if len(found) > 1:
                 problems.append(f"{label}: its terminals are in different domains {sorted(found)}; a source "
                                 "acts within one domain.")
         pairs = [e.terminals[i:i + 2] for i in range(0, 2 * (len(e.terminals) // 2), 2)]
-        if e.kind not in ("rack_pinion", "hydraulic_piston", "dc_motor", "bjt_npn", "bjt_pnp") and any(
-                a == b for a, b in pairs):
+        if kind.distinct and any(a == b for a, b in pairs):
             problems.append(f"{label}: both terminals are {pairs[0][0]!r}; connect it between two different nodes.")
         for key, value in e.params.items():
             v = float(value) if value.shape == () else None
@@ -73,8 +61,8 @@ def validate(net, mechanism, attach) -> list[str]:
                 problems.append(f"{label}: {NONNEGATIVE[key]} `{key}` = {v:g} must be >= 0.")
             if key in NONZERO and v == 0:
                 problems.append(f"{label}: `{key}` must be nonzero.")
-        if e.kind in ("effort_source", "flow_source") and e.fn is None:
-            problems.append(f"{label}: give the source function of (t, p).")
+        if kind.check is not None:
+            problems.extend(kind.check(e))
 
     if attach and mechanism is None:
         problems.append("Network.build: `attach` names mechanism coordinates, but no `mechanism` was given.")
