@@ -12,6 +12,7 @@ so a command that needs none of them (`mbdjax list`) starts at once.
 import importlib as _importlib
 import os as _os
 import sys as _sys
+from importlib import metadata as _metadata
 
 from . import _xla_cpu as _xla_cpu
 
@@ -74,11 +75,9 @@ def __getattr__(name):
     elif name in _SUBPACKAGES:
         value = _importlib.import_module(f".{name}", __name__)
     elif name == "__version__":
-        from importlib.metadata import PackageNotFoundError, version
-
         try:
-            value = version("mbdjax")
-        except PackageNotFoundError:  # pragma: no cover - running from a source tree
+            value = _metadata.version("mbdjax")
+        except _metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree
             value = "0.0.0"
     else:
         raise AttributeError(f"module 'mbdjax' has no attribute {name!r}")

@@ -33,16 +33,17 @@ import jax
 import jax.extend
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from ._errors import SimulationError
 from ._integrate import failure_error, check_times, reporting, save_times, simulate
 from ._stabilization import resolve_stabilization
-from ._params import float_params, nonfinite_entries
+from ._params import flatten_params, float_params, nonfinite_entries
 from ._runtime_checks import checked_on_host, first_failure
 from ._singular import singular_configuration_error
 from ._redundancy import select_rows
 from ._tracing import CompiledCache, is_concrete, picked_leaves
-from ._trajectory import Trajectory, flatten_params
+from ._trajectory import Trajectory
 
 
 _COMPILED = CompiledCache(16)
@@ -217,8 +218,6 @@ def _shard(devices, B, leaves_axes):
     """Place the inputs on a one-axis mesh over `devices`: batched leaves split along
     their first axis (padded by repeating the last member to a multiple of the device
     count), shared leaves replicated. Returns the placed leaves and the padding."""
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec
-
     mesh = Mesh(np.asarray(devices), ("batch",))
     pad = (-B) % len(devices)
     out = []
@@ -395,7 +394,7 @@ def _simulate_batch(model, q0, qd0, params, devices, members, simulate_kwargs):
             placed, pad = _shard(devices, B, [(q0, q_ax), (qd0, v_ax)] + list(zip(leaves_p, axes)))
             out = fn(placed[0], placed[1], jax.tree_util.tree_unflatten(treedef, placed[2:]), dynamic)
             if jax.process_count() > 1:      # several hosts: every process gets the whole batch
-                from jax.experimental import multihost_utils
+                from jax.experimental import multihost_utils   # on first use: only several hosts need it
 
                 out = multihost_utils.process_allgather(out, tiled=True)
             if pad:

@@ -7,7 +7,12 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+import jax
+import jax.numpy as jnp
 import numpy as np
+
+from ._errors import ModelError
+from ._model import call_advice, first_line
 
 
 def name_problems(label, name, reserved=("ground", "gravity")):
@@ -98,11 +103,6 @@ def call_problem(label, fn, args, shape, unit):
     """Trace a user function once, as the simulation will (abstract values, so Python
     control flow on a traced value is caught here, under the function's own name); a
     problem string (raised, or the wrong shape) or None."""
-    import jax
-    import jax.numpy as jnp
-
-    from ._model import call_advice, first_line
-
     try:
         out = jax.eval_shape(lambda *a: jnp.asarray(fn(*a), dtype=float), *args)
     except Exception as err:  # noqa: BLE001 - reported with context
@@ -174,8 +174,6 @@ class MechanismBuilder(Builder):
 
     def index(self, name: str) -> int:
         """Position of the coordinate `name` (e.g. `"crank.phi"`) in `q`."""
-        from ._errors import ModelError
-
         coords = self.coordinates
         if name not in coords:
             raise ModelError(f"Mechanism: no coordinate named {name!r}; the coordinates are {list(coords)}.")

@@ -22,6 +22,8 @@ import numpy as np
 
 from . import _dynamics as dyn
 from . import _kinematics as kin
+from ._errors import ModelError, SimulationError
+from ._first_order import first_order_structure
 from ._linalg import numerical_rank, dependent_rows
 from ._params import checked_params, nonfinite_entries
 from ._tracing import device_array, one_shot_filter_jit
@@ -200,14 +202,10 @@ def check(model, q, t=0.0, params=None, *, qd=None, rtol=1e-9, probes=3, probe_s
     p = checked_params(model, params, "check")
     q = np.asarray(q, dtype=float)
     if q.shape != (model.n,):
-        from ._errors import ModelError
-
         raise ModelError(f"check: q has shape {q.shape}, expected ({model.n},) for {list(model.coordinates)}.")
     bad = ", ".join(nonfinite_entries(model, "q", q) + (
         nonfinite_entries(model, "qd", qd) if np.shape(qd) == (model.n,) else []))
     if bad:
-        from ._errors import ModelError
-
         raise ModelError(f"check: non-finite state ({bad}); the existence conditions are only defined at a "
                          "finite configuration. Give finite values.")
     t = float(t)
@@ -284,9 +282,6 @@ def check(model, q, t=0.0, params=None, *, qd=None, rtol=1e-9, probes=3, probe_s
     if not mass_null and not near:
         # Massless loops with resistance are well posed: their rates solve the loop
         # equations (first-order dynamics, mbdjax._first_order).
-        from ._errors import SimulationError
-        from ._first_order import first_order_structure
-
         try:
             fo = first_order_structure(model, p, device_array(q), device_array(t))
         except SimulationError:

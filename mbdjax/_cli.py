@@ -3,22 +3,29 @@
 from __future__ import annotations
 
 import argparse
+import atexit
+import gc
 import json
+import math
 import os
 import sys
+import threading
 import time
+
+# the static catalogue and the cache setting: `mbdjax list` and the usage errors need
+# nothing more (no JAX, no NumPy)
+from . import models
+from ._compilation_cache import cache_setting, disable
+from ._errors import MbdjaxError
+from .models._catalogue import FACTS
 
 
 def _example(name):
     """The built example `name` (validated against the static catalogue first)."""
-    from . import models
-
     return models.get(name)
 
 
 def _cmd_list(args):
-    from .models._catalogue import FACTS
-
     width = max(len(k) for k in FACTS)
     for name in sorted(FACTS):
         f = FACTS[name]
@@ -27,7 +34,7 @@ def _cmd_list(args):
 
 
 def _cmd_check(args):
-    from ._checks import check
+    from ._checks import check   # on first use: it imports JAX, which `mbdjax list` must not load
 
     ex = _example(args.name)
     report = check(ex.model, ex.q0)
@@ -52,17 +59,13 @@ class _CompileNotice:
             self.misses += 1
 
     def _show(self):
-        from ._compilation_cache import cache_setting
-
         folder = cache_setting()["folder"]
         later = f"cached in {folder} for next time" if folder else "persistent cache off"
         print(f"compiling {self.what} … (first run; {later})", flush=True)
         self.shown = True
 
     def __enter__(self):
-        import threading
-
-        import jax
+        import jax   # on first use: `mbdjax list` and the usage errors must not load JAX
 
         jax.monitoring.register_event_listener(self._listen)
         self.timer = threading.Timer(self.after, self._show)
@@ -72,7 +75,7 @@ class _CompileNotice:
         return self
 
     def __exit__(self, *exc):
-        import jax
+        import jax   # on first use (__enter__ loaded it): `mbdjax list` must not load JAX
 
         self.timer.cancel()
         jax.monitoring.unregister_event_listener(self._listen)
@@ -99,11 +102,12 @@ def _prepare_out(path, force):
 
 
 def _cmd_run(args):
+    # on first use: JAX, NumPy and the simulation stack, which `mbdjax list` and the
+    # usage errors must not load
     import jax
     import numpy as np
 
     from ._checks import check
-    from ._errors import MbdjaxError
     from ._integrate import simulate
     from .plotting import save_standard_plots
 
@@ -186,7 +190,7 @@ def _cmd_run(args):
 
 
 def _cmd_fit(args):
-    from ._fit_config import run_config
+    from ._fit_config import run_config   # on first use: it imports JAX, which `mbdjax list` must not load
 
     res, out = run_config(args.config, args.force)
     print(res.report())
@@ -195,6 +199,7 @@ def _cmd_fit(args):
 
 
 def _cmd_sweep(args):
+    # on first use: NumPy and the sweep (JAX), which `mbdjax list` must not load
     import numpy as np
 
     from ._sweep_config import run_config
@@ -250,10 +255,6 @@ def build_parser():
 def _usage_error(args):
     """What is wrong with the command line, found before any model is built or JAX
     starts (the example name, the numbers, the config file), or None."""
-    import math
-
-    from .models._catalogue import FACTS
-
     name = getattr(args, "name", None)
     if name is not None and name not in FACTS:
         close = [k for k in sorted(FACTS) if name.lower() in k or k in name.lower()]
@@ -278,11 +279,7 @@ def main(argv=None):
         print(f"mbdjax {args.command}: {problem}", file=sys.stderr)
         return 2
     if args.no_cache:
-        from ._compilation_cache import disable
-
         disable("--no-cache")
-    from ._errors import MbdjaxError
-
     try:
         return args.func(args)
     except MbdjaxError as err:
@@ -311,12 +308,8 @@ def entry():
     keep it."""
     command = next((a for a in sys.argv[1:] if not a.startswith("-")), None)
     if command in ("run", "check", "list"):
-        import gc
-
         gc.disable()
     code = main()
-    import atexit
-
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:

@@ -44,6 +44,9 @@ _OFF = ("off", "0", "no", "false", "none")
 _state = {"folder": None, "source": "not applied"}
 _SIZE_ENV = "JAX_COMPILATION_CACHE_MAX_SIZE"
 _ENTRY, _ATIME = "-cache", "-atime"       # the suffixes of JAX's entries
+#: The subfolder of the exported example programs (`mbdjax._exported`); defined here
+#: so that pruning at exit reads it without importing `_exported` (and JAX).
+EXPORTED_SUBFOLDER = "mbdjax-exported"
 
 
 def default_folder() -> str:
@@ -136,11 +139,9 @@ def prune(folder: str, max_bytes: int = MAX_BYTES) -> int:
         >>> prune(d, max_bytes=150), sorted(os.listdir(d))
         (1, ['new-cache'])
     """
-    from ._exported import SUBFOLDER
-
     entries, total = [], 0
     for where, suffix, companion in ((folder, _ENTRY, _ATIME),
-                                     (os.path.join(folder, SUBFOLDER), ".exported", ".json")):
+                                     (os.path.join(folder, EXPORTED_SUBFOLDER), ".exported", ".json")):
         try:
             with os.scandir(where) as found:
                 for entry in found:

@@ -38,9 +38,12 @@ from importlib import metadata
 
 import jax
 import numpy as np
+from jax import export
+
+from ._compilation_cache import EXPORTED_SUBFOLDER, cache_setting
 
 FORMAT = 2
-SUBFOLDER = "mbdjax-exported"
+SUBFOLDER = EXPORTED_SUBFOLDER
 _PACKAGES = ("jax", "jaxlib", "diffrax", "equinox", "lineax", "optimistix")
 _state = {"digest": None}
 
@@ -95,8 +98,6 @@ def _describe(tree):
 
 def folder():
     """The folder of the exported programs, or None when the compilation cache is off."""
-    from ._compilation_cache import cache_setting
-
     base = cache_setting()["folder"]
     return None if base is None else os.path.join(base, SUBFOLDER)
 
@@ -123,8 +124,6 @@ def load(where, k):
             info = json.load(fh)
         with open(path + ".exported", "rb") as fh:
             blob = bytearray(fh.read())
-        from jax import export
-
         return export.deserialize(blob), info
     except Exception:  # noqa: BLE001 - a missing or damaged file: trace again
         return None
@@ -149,6 +148,7 @@ def store(where, k, exported, info):
 def available():
     """Whether `jax.export` can serialize here (it needs the flatbuffers package)."""
     try:
+        # here, as a probe: an ImportError means no serialization (flatbuffers missing)
         import flatbuffers  # noqa: F401
         import jax.export  # noqa: F401
     except ImportError:

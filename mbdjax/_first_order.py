@@ -102,7 +102,7 @@ def first_order_structure(model, p, q0, t0):
             # variables, so Newton resolves their currents directly (no cancellation in
             # a sum of larger currents).
             weight = 1.0 / (1.0 + np.abs(np.diag(Qv)[massless]))
-            import scipy.linalg   # on first use: it is not needed to import mbdjax
+            import scipy.linalg   # on first use: only models with massless coordinates need scipy
 
             _, _, cpiv = scipy.linalg.qr(B0 * weight[None, :], pivoting=True, mode="economic")
             dependent = np.sort(massless[cpiv[:r0]])

@@ -33,6 +33,7 @@ from ._integrate import simulate
 from ._params import float_params, get_values, path_name, resolve_names, set_values
 from ._redundancy import select_rows
 from ._sensitivity import output_function, initial_state
+from ._shooting import shooting_residual
 from ._tracing import CompiledCache
 
 #: Relative singular values below this are reported as not identifiable.
@@ -472,8 +473,6 @@ def fit(model, data, params0=None, *, free: Sequence[str], outputs, q0, qd0, wei
         if optimizer is not None:
             raise MbdjaxError("fit: multiple shooting (shooting_segments > 1) uses Levenberg–Marquardt; "
                               "leave optimizer=None.")
-        from ._shooting import shooting_residual
-
         shoot, shoot_jac, initial_states, n_rows, n_real = shooting_residual(
             model, fn, p0, paths, from_free, P, q0, qd0,
             t_data, d, w, S, simulate_kwargs.get("t0", 0.0), forward,
@@ -526,7 +525,7 @@ def fit(model, data, params0=None, *, free: Sequence[str], outputs, q0, qd0, wei
             history += hist if not history else hist[1:]
             n_steps += k
     else:
-        import optax
+        import optax   # on first use: only a fit with an optax optimizer needs it
 
         checkpoint = diffrax.RecursiveCheckpointAdjoint()
         outputs_at = _outputs_at_data(model, fn, paths, q0, simulate_kwargs)

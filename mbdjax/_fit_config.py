@@ -76,6 +76,7 @@ def read_config(path):
 
 def load_model(spec, base):
     """`(model, q0, qd0)` from a built-in example name or `"file.py:function"`."""
+    # here, not at the top: a config's errors are reported before JAX and the models load
     from . import models
 
     if ":" in spec and spec.split(":", 1)[0].endswith(".py"):
@@ -102,6 +103,7 @@ def load_model(spec, base):
 
 def run_config(path, force=False):
     """Run the fit of config `path`; returns `(FitResult, output folder)`."""
+    # here, not at the top: a config's errors are reported before JAX loads (2–3 s)
     import jax.numpy as jnp
 
     from ._fit import fit, load_data
@@ -139,6 +141,7 @@ def run_config(path, force=False):
     }
     with open(os.path.join(out, "fit.json"), "w") as fh:
         json.dump(summary, fh, indent=2)
+    # on first use: matplotlib, after the fit
     from .plotting._plots import figure, pyplot, units_label, coordinate_unit, legend
 
     plt = pyplot()

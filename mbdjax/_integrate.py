@@ -12,12 +12,14 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import export
 
 from . import _exported
 from . import _kinematics as kin
 from ._errors import SimulationError
 from ._exported import example_name
 from ._formulation import resolve_formulation
+from ._initial import nearest_state
 from ._params import float_params, nonfinite_entries
 from ._redundancy import expand, restrict, rows_of_jacobian, select_rows
 from ._rk import repr_solver
@@ -457,8 +459,6 @@ def _consistent_start(model, q0, qd0, t0, p, mode, tol):
             f"simulate: the initial state is not on the constraints ({what}; tolerance {tol:g}). Solve a "
             "consistent one with mbdjax.initial_conditions(model, q_guess, fix_q=..., fix_qd=...), or pass "
             "consistent='project' to move this one onto the constraints.")
-    from ._initial import nearest_state
-
     with concrete_evaluation():
         q1, _, _, qd1 = nearest_state(model, q0, qd0, t0, p, 8)
     dq, dv = np.asarray(q1 - q0), np.asarray(qd1 - qd0)
@@ -491,7 +491,7 @@ def progress_meter(progress):
         return progress
     if progress is True:
         try:
-            import tqdm  # noqa: F401
+            import tqdm  # noqa: F401 - on first use, as a probe: without tqdm, the text meter
         except ImportError:
             return diffrax.TextProgressMeter(minimum_increase=0.1)
         return diffrax.TqdmProgressMeter()
@@ -499,7 +499,7 @@ def progress_meter(progress):
         return diffrax.TextProgressMeter(minimum_increase=0.1)
     if progress == "tqdm":
         try:
-            import tqdm  # noqa: F401
+            import tqdm  # noqa: F401 - on first use, as a probe: tqdm is optional
         except ImportError:
             raise SimulationError("simulate: progress='tqdm' needs the tqdm package (pip install tqdm); "
                                   "progress=True or 'text' prints percentages without it.") from None
@@ -543,8 +543,6 @@ def _simulate_exported(name, args):
             messages[:] = failure[1]
             return ({name: getattr(traj, name) for name in Trajectory.COMPUTED}, traj.result._value,
                     failure[0], stop)
-
-        from jax import export
 
         try:
             exported = export.export(jax.jit(flat))(*dynamic)

@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 
 from ._errors import InitialConditionError
+from ._params import checked_params
 
 
 def _f(x):
@@ -182,8 +183,6 @@ def kinematic_analysis(model, q_guess, t, params=None, *, tol=1e-12, max_iter=50
         >>> [round(float(v), 6) for v in (q[1, 0], q[1, 1], qd[1, 0], qd[1, 1])]
         [0.479426, -0.877583, 0.877583, 0.479426]
     """
-    from ._params import checked_params
-
     p = checked_params(model, params, "kinematic_analysis")
     if model.m_n or model.m_h != model.n:
         raise InitialConditionError(

@@ -14,7 +14,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import _dynamics as dyn
+from . import _kinematics as kin
 from ._errors import ModelError
+from ._params import bound_problems, flatten_params
+from ._sparse import JacobianPattern
 from ._tracing import concrete_evaluation, device_array, one_shot_jit
 
 _INERTIA_KINDS = ("mass_matrix", "kinetic_energy", "mass_diagonal")
@@ -51,8 +55,6 @@ def _bounds(param_bounds, params):
     against the parameter names and `BOUND_KINDS`."""
     if not param_bounds:
         return ()
-    from ._trajectory import flatten_params
-
     names = flatten_params(params)
     out, problems = [], []
     for name, spec in param_bounds.items():
@@ -311,8 +313,6 @@ class Model(eqx.Module):
         self.singularity_advice = str(singularity_advice)
         self.param_bounds = _bounds(param_bounds, self.params)
         if self.param_bounds:
-            from ._params import bound_problems
-
             outside = bound_problems(self, self.params)
             if outside:
                 raise ModelError([f"Model: {p}." for p in outside])
@@ -414,8 +414,6 @@ class Model(eqx.Module):
                             "`holonomic`; omit it to use autodiff."
                         )
             if holonomic_jacobian_values is not None and m_h:
-                from ._sparse import JacobianPattern
-
                 pattern = jacobian_pattern
                 if not isinstance(pattern, JacobianPattern):
                     try:
@@ -520,39 +518,27 @@ class Model(eqx.Module):
     # ------------------------------------------------ sympy.mechanics-style names
     def mass_matrix(self, q, qd=None, t=0.0, params=None):
         """`M(q)`, shape `(n, n)` (THEORY §2)."""
-        from ._dynamics import mass_matrix
-
-        return mass_matrix(self, q, qd, t, self.resolve_params(params))
+        return dyn.mass_matrix(self, q, qd, t, self.resolve_params(params))
 
     def forcing(self, q, qd, t=0.0, params=None):
         """`Q(q, q̇, t)`, shape `(n,)`, every non-constraint force (THEORY §2)."""
-        from ._dynamics import forcing
-
-        return forcing(self, q, qd, t, self.resolve_params(params))
+        return dyn.forcing(self, q, qd, t, self.resolve_params(params))
 
     def holonomic_constraints(self, q, t=0.0, params=None):
         """`Φ(q, t)`, shape `(m_h,)`."""
-        from ._kinematics import holonomic
-
-        return holonomic(self, q, t, self.resolve_params(params))
+        return kin.holonomic(self, q, t, self.resolve_params(params))
 
     def nonholonomic_constraints(self, q, qd, t=0.0, params=None):
         """`A q̇ + a`, shape `(m_n,)`."""
-        from ._kinematics import nonholonomic
-
-        return nonholonomic(self, q, qd, t, self.resolve_params(params))
+        return kin.nonholonomic(self, q, qd, t, self.resolve_params(params))
 
     def constraint_jacobian(self, q, t=0.0, params=None):
         """`B = [Φ_q; A]`, shape `(m, n)`."""
-        from ._kinematics import constraint_jacobian
-
-        return constraint_jacobian(self, q, t, self.resolve_params(params))
+        return kin.constraint_jacobian(self, q, t, self.resolve_params(params))
 
     def energy(self, q, qd, t=0.0, params=None):
         """Total mechanical energy `T + V` (scalar)."""
-        from ._dynamics import energy
-
-        return energy(self, q, qd, t, self.resolve_params(params))
+        return dyn.energy(self, q, qd, t, self.resolve_params(params))
 
 
 def _row_names(label, names, m, prefix, problems):

@@ -11,14 +11,44 @@ is copied, never mutated).
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ._errors import MbdjaxError, ParameterError
-from ._trajectory import flatten_params
+from ._tracing import device_array, is_concrete
 
 _INDEX = re.compile(r"^(.*)\[(\d+)\]$")
+
+
+def flatten_params(params) -> dict[str, Any]:
+    """`{"crank.mass": value, ...}` from a nested parameter pytree (dict keys joined by dots)."""
+    out = {}
+    for path, leaf in jax.tree_util.tree_flatten_with_path(params)[0]:
+        parts = []
+        for key in path:
+            if isinstance(key, jax.tree_util.DictKey):
+                parts.append(str(key.key))
+            elif isinstance(key, jax.tree_util.SequenceKey):
+                parts.append(str(key.idx))
+            else:
+                parts.append(str(getattr(key, "name", key)))
+        out[".".join(parts)] = leaf
+    return out
+
+
+def unflatten_params(flat: dict[str, Any]) -> dict:
+    """Inverse of `flatten_params` for nested dicts."""
+    out: dict = {}
+    for name, value in flat.items():
+        node = out
+        parts = name.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = jnp.asarray(value, dtype=float)
+    return out
 
 
 def scalar_names(params) -> list[str]:
@@ -93,8 +123,6 @@ def float_params(model, params, who, batched=False):
     """`checked_params`, its leaves as float arrays on the device (converted on the
     host where concrete: `mbdjax._tracing.device_array`), as every entry point that
     computes with them needs; new values then never make a new program."""
-    from ._tracing import device_array
-
     return jax.tree_util.tree_map(device_array, checked_params(model, params, who, batched))
 
 
@@ -122,8 +150,6 @@ def checked_params(model, params, who, batched=False):
         return model.params
     declared = flatten_params(model.params)
     if not declared:
-        from ._tracing import is_concrete
-
         if is_concrete(params):
             bad = nonfinite_problems(params)
             if bad:
@@ -141,8 +167,6 @@ def checked_params(model, params, who, batched=False):
         if got != want and not (batched and len(got) == len(want) + 1 and got[1:] == want):
             shapes[name] = (got, want)
     if not (missing or unknown or shapes):
-        from ._tracing import is_concrete
-
         if is_concrete(params):
             host = jax.device_get(params)               # one transfer for both checks
             outside = nonfinite_problems(host, declared if batched else None) or bound_problems(model, host)
@@ -169,8 +193,6 @@ def nonfinite_problems(params, declared=None) -> list[str]:
     infinity, after one transfer of all leaves to the host; `"parameter k = nan (batch
     member 1)"` for a leaf with one more axis than its `declared` value (a dict of
     dotted name to value: the model's parameters, for a batch)."""
-    import numpy as np
-
     out = []
     for name, value in jax.device_get(flatten_params(params)).items():
         value = np.asarray(value, dtype=float)
@@ -191,10 +213,6 @@ def nonfinite_entries(model, label, x) -> list[str]:
     """`"label[coordinate] = value"` for each non-finite entry of a state `x` (`(n,)`,
     or `(B, n)` with `" (batch member i)"` added), concrete values; `[]` when all are
     finite or `x` is traced."""
-    import numpy as np
-
-    from ._tracing import is_concrete
-
     if x is None or not is_concrete(x):
         return []
     x = np.asarray(x, dtype=float)
@@ -207,8 +225,6 @@ def bound_problems(model, params) -> list[str]:
     """The parameters of `params` (concrete values; a leading batch axis is allowed)
     outside the bounds the model declares (`Model(param_bounds=)`), one sentence each,
     naming the parameter, its value and what it is."""
-    import numpy as np
-
     if not model.param_bounds:
         return []
     flat = flatten_params(params)

@@ -35,6 +35,7 @@ import numpy as np
 
 from . import _kinematics as kin
 from ._linalg import independent_rows
+from ._sparse import JacobianPattern
 from ._tracing import CompiledCache, concrete_evaluation, host_value, one_shot_filter_jit
 
 RANK_RTOL = 1e-9
@@ -141,8 +142,6 @@ def restrict(model, rows: RowSelection):
 
 
 def _restricted(model, rows):
-    from ._sparse import JacobianPattern
-
     new = copy.copy(model)
     kh = np.asarray(rows.holonomic, dtype=np.int32)
     kn = np.asarray(rows.nonholonomic, dtype=np.int32)

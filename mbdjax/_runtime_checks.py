@@ -29,7 +29,9 @@ import contextlib
 import contextvars
 
 import equinox as eqx
+import equinox._errors as eqx_errors
 import jax.numpy as jnp
+import numpy as np
 
 _SINK = contextvars.ContextVar("mbdjax_runtime_checks", default=None)
 
@@ -65,23 +67,19 @@ def checked_on_host():
     compiled program needs no callback and can be cached across processes. Affects
     only programs traced inside the block (a cached program is not traced again).
     """
-    import equinox._errors as errors
-
-    if not hasattr(errors, "EQX_ON_ERROR"):     # another equinox: keep its checks
+    if not hasattr(eqx_errors, "EQX_ON_ERROR"):     # another equinox: keep its checks
         yield
         return
-    before = errors.EQX_ON_ERROR
-    errors.EQX_ON_ERROR = "off"
+    before = eqx_errors.EQX_ON_ERROR
+    eqx_errors.EQX_ON_ERROR = "off"
     try:
         yield
     finally:
-        errors.EQX_ON_ERROR = before
+        eqx_errors.EQX_ON_ERROR = before
 
 
 def first_failure(flags, messages):
     """The message of the first true flag (host values), or None."""
-    import numpy as np
-
     flags = np.asarray(flags)
     hit = np.flatnonzero(flags)
     return messages[int(hit[0])] if hit.size else None

@@ -21,6 +21,7 @@ import numpy as np
 from ._errors import MbdjaxError
 from ._integrate import simulate
 from ._params import float_params, get_values, path_name, resolve_names, set_values
+from .plotting._plots import axes, legend
 
 #: Below this fraction of max |y| the relative sensitivity of an output is undefined.
 _RELATIVE_FLOOR = 1e-9
@@ -93,8 +94,6 @@ class Sensitivity:
     def plot(self, ax=None, output=0):
         """Normalized sensitivities of output `output` (index or label) against time,
         one line per parameter; returns the axes."""
-        from .plotting._plots import axes, legend
-
         k = self.outputs.index(output) if isinstance(output, str) else int(output)
         ax = axes(ax)
         for j, name in enumerate(self.names):

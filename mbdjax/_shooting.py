@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import _kinematics as kin
 from ._integrate import simulate
 from ._params import set_values
 from ._sensitivity import initial_state
@@ -51,8 +52,6 @@ def _project(model, q, qd, t, p):
     q = project_positions(model, q, t, p, iterations=4)
     if model.m == 0:
         return q, qd
-    from . import _kinematics as kin
-
     B = kin.constraint_jacobian(model, q, t, p)
     r = B @ qd - kin.velocity_rhs(model, q, t, p)
     return q, qd - B.T @ jnp.linalg.solve(B @ B.T, r)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import inspect
 import io
 import itertools
 import json
@@ -25,16 +26,47 @@ import os
 import sys
 import time
 
+import diffrax
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._batch import simulate_batch
 from ._errors import MbdjaxError, SimulationError
-from ._params import checked_params, path_name, resolve_names, set_values
+from ._integrate import simulate
+from ._params import checked_params, flatten_params, path_name, resolve_names, set_values
+from ._rk import repr_solver
 from ._sweep_store import SweepResult, load_sweep, open_folder
 from ._files import atomic_write
-from ._sweep_store import outputs_name, settings, sha, fingerprint, write_manifest
-from ._trajectory import flatten_params
+from ._sweep_store import outputs_name, sha, fingerprint, write_manifest
+from .models._example import Example
+
+
+# ------------------------------------------------------------------ identity of a sweep
+def _describe(value):
+    """A JSON-able description of a simulate keyword: numbers and strings as they are,
+    arrays by shape and hash, anything else (solvers, formulations) by its repr."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (np.ndarray, jax.Array, list, tuple)):
+        try:
+            arr = np.asarray(value, dtype=float)
+            return {"shape": list(arr.shape), "sha256": sha(arr)}
+        except (TypeError, ValueError):
+            pass
+    return repr(value)
+
+
+def settings(simulate_kwargs):
+    sig = inspect.signature(simulate)
+    out = {k: p.default for k, p in sig.parameters.items()
+           if p.kind is p.KEYWORD_ONLY and k != "params" and p.default is not p.empty}
+    out.update({k: v for k, v in simulate_kwargs.items() if k != "devices"})
+    if out.get("solver") is None:
+        out["solver"] = diffrax.Tsit5()
+    desc = {k: _describe(v) for k, v in sorted(out.items())}
+    desc["solver_class"] = repr_solver(out["solver"])
+    return desc
 
 
 # ------------------------------------------------------------------ samples
@@ -232,9 +264,6 @@ def sweep(model, samples=None, *, out, chunk: int = 256, outputs=None, q0=None, 
 
     References: THEORY §5 (each member's equations); `mbdjax.simulate_batch`.
     """
-    from ._batch import simulate_batch
-    from .models._example import Example
-
     if isinstance(model, Example):
         q0 = model.q0 if q0 is None else q0
         qd0 = model.qd0 if qd0 is None else qd0

@@ -80,6 +80,7 @@ def read_config(path):
 
 def samples_of(cfg):
     """`{dotted name: (B,) values}` from the config's `[grid]`, `[samples]` or `[random]`."""
+    # here, not at the top: a config's errors are reported before JAX loads (2–3 s)
     from ._sweep import sweep_grid
 
     if "grid" in cfg:
@@ -125,6 +126,7 @@ def coordinate_outputs(model, names):
 
 def run_config(path, overwrite=False, progress=True):
     """Run the sweep of config `path`; returns the `SweepResult`."""
+    # here, not at the top: a config's errors are reported before JAX loads (2–3 s)
     from ._fit_config import load_model
     from ._sweep import sweep
 

@@ -20,18 +20,17 @@ import dataclasses
 import datetime
 import glob
 import hashlib
-import inspect
 import json
 import os
 import sys
 import warnings
+from importlib import metadata
 
-import jax
 import numpy as np
 
 from ._errors import MbdjaxError
 from ._files import atomic_write
-from ._trajectory import flatten_params
+from ._params import flatten_params
 
 _FORMAT = "mbdjax-sweep/1"
 _MANIFEST = "manifest.json"
@@ -48,37 +47,6 @@ def sha(*arrays) -> str:
     return h.hexdigest()
 
 
-def _describe(value):
-    """A JSON-able description of a simulate keyword: numbers and strings as they are,
-    arrays by shape and hash, anything else (solvers, formulations) by its repr."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, (np.ndarray, jax.Array, list, tuple)):
-        try:
-            arr = np.asarray(value, dtype=float)
-            return {"shape": list(arr.shape), "sha256": sha(arr)}
-        except (TypeError, ValueError):
-            pass
-    return repr(value)
-
-
-def settings(simulate_kwargs):
-    from ._integrate import simulate
-    from ._rk import repr_solver
-
-    sig = inspect.signature(simulate)
-    out = {k: p.default for k, p in sig.parameters.items()
-           if p.kind is p.KEYWORD_ONLY and k != "params" and p.default is not p.empty}
-    out.update({k: v for k, v in simulate_kwargs.items() if k != "devices"})
-    if out.get("solver") is None:
-        import diffrax
-
-        out["solver"] = diffrax.Tsit5()
-    desc = {k: _describe(v) for k, v in sorted(out.items())}
-    desc["solver_class"] = repr_solver(out["solver"])
-    return desc
-
-
 def fingerprint(model) -> str:
     """sha256 of the model's names and default parameters (not of its equations)."""
     flat = flatten_params(model.params)
@@ -89,13 +57,11 @@ def fingerprint(model) -> str:
 
 
 def versions():
-    from importlib.metadata import PackageNotFoundError, version
-
     out = {"python": sys.version.split()[0]}
     for pkg in ("mbdjax", "jax", "jaxlib", "diffrax", "equinox", "numpy"):
         try:
-            out[pkg] = version(pkg)
-        except PackageNotFoundError:  # pragma: no cover
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:  # pragma: no cover
             out[pkg] = None
     return out
 

@@ -55,6 +55,7 @@ import jax
 import jax.numpy as jnp
 import optimistix as optx
 
+from ._errors import SimulationError
 from ._params import get_values, set_values
 from ._solve import solve
 
@@ -99,8 +100,6 @@ def refuse(model, who):
     fixed coordinate partition cannot serve both a sticking and a sliding mode)."""
     switching = switching_of(model)
     if switching is not None:
-        from ._errors import SimulationError
-
         raise SimulationError(
             f"{who}: the model has discrete modes ({', '.join(switching.names)}: exact stick–slip "
             "friction), whose constraint rows change with the mode; use formulation='augmented' "

@@ -5,9 +5,11 @@ import collections
 import contextlib
 import functools
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax._src import core as jax_src_core
 
 
 def is_concrete(*trees) -> bool:
@@ -150,9 +152,7 @@ def concrete_evaluation():
 
 def top_level():
     """Whether no JAX trace is under way (a call here starts its own program)."""
-    from jax._src import core
-
-    clean = getattr(core, "trace_state_clean", None)
+    clean = getattr(jax_src_core, "trace_state_clean", None)
     return clean is not None and clean()
 
 
@@ -171,8 +171,6 @@ def one_shot_jit(fun):
 
 def one_shot_filter_jit(fun):
     """`equinox.filter_jit(fun)`, compiled with `ONE_SHOT` when called at top level."""
-    import equinox as eqx
-
     return _one_shot(eqx.filter_jit(fun), eqx.filter_jit(fun, compiler_options=ONE_SHOT), fun)
 
 

@@ -18,6 +18,7 @@ from . import _dynamics as dyn
 from . import _kinematics as kin
 from ._errors import MbdjaxError
 from ._files import atomic_write
+from ._params import flatten_params, unflatten_params
 from ._tracing import CompiledCache, device_array, is_concrete, one_shot_jit, top_level
 
 _FORMAT = "mbdjax-trajectory/1"
@@ -47,34 +48,6 @@ def _standard_outputs(model, with_power, with_reactions):
         return out
 
     return outputs
-
-
-def flatten_params(params) -> dict[str, Any]:
-    """`{"crank.mass": value, ...}` from a nested parameter pytree (dict keys joined by dots)."""
-    out = {}
-    for path, leaf in jax.tree_util.tree_flatten_with_path(params)[0]:
-        parts = []
-        for key in path:
-            if isinstance(key, jax.tree_util.DictKey):
-                parts.append(str(key.key))
-            elif isinstance(key, jax.tree_util.SequenceKey):
-                parts.append(str(key.idx))
-            else:
-                parts.append(str(getattr(key, "name", key)))
-        out[".".join(parts)] = leaf
-    return out
-
-
-def unflatten_params(flat: dict[str, Any]) -> dict:
-    """Inverse of `flatten_params` for nested dicts."""
-    out: dict = {}
-    for name, value in flat.items():
-        node = out
-        parts = name.split(".")
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-        node[parts[-1]] = jnp.asarray(value, dtype=float)
-    return out
 
 
 def per_member(method):
@@ -163,6 +136,8 @@ class Trajectory(eqx.Module):
     @property
     def success(self):
         """True where the solver reached `t1` without failing."""
+        # on first use: `Trajectory.load` and the network front end (`mbdjax check rlc`) load
+        # this module and need no diffrax
         import diffrax
 
         if self.result is None:

@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import warnings
 from importlib import metadata
 
@@ -161,11 +162,11 @@ def with_loop_bytes(flags: str, n: int) -> str:
 
 
 def _backend_started() -> bool:
-    import sys
-
     if "jax" not in sys.modules:        # JAX not even imported: its backend cannot run
         return False
     try:
+        # only once JAX is imported (`import mbdjax` sets XLA's flags before it), and inside
+        # the try: a JAX without this private module counts as not started
         from jax._src import xla_bridge
 
         return bool(xla_bridge.backends_are_initialized())

@@ -11,6 +11,9 @@ nor those under `if TYPE_CHECKING:`.
 """
 
 import ast
+import io
+import re
+import tokenize
 from pathlib import Path
 
 PACKAGE = "mbdjax"
@@ -315,3 +318,94 @@ def test_private_imports_are_found(tmp_path):
     (pkg / "_a.py").write_text("def _helper():\n    pass\n")
     (pkg / "b.py").write_text("from . import _a\n\ndef f():\n    from ._a import _helper\n    return _helper\n")
     assert _private_imports(_modules(pkg, PACKAGE)) == [(f"{PACKAGE}.b", 4, f"{PACKAGE}._a._helper")]
+
+
+# ---------------------------------------------------------------- imports inside functions
+_DIRECTIVES = re.compile(r"noqa(:\s*[A-Z]+[0-9]+(\s*,\s*[A-Z]+[0-9]+)*)?|type:\s*ignore(\[[^\]]*\])?"
+                         r"|pragma:\s*no\s+(cover|branch)", re.IGNORECASE)
+
+
+def _reason(comment):
+    """Whether a comment says something beyond linter directives (`noqa: F401` alone is
+    no reason)."""
+    return re.search(r"[A-Za-z]", _DIRECTIVES.sub("", comment)) is not None
+
+
+def _uncommented_function_imports(source):
+    """`(line, statement)` for every `import` inside a function (at any depth: methods,
+    nested functions, under `if`/`try`) with no reason given: no comment on its own
+    line(s), none on a comment-only line directly above it, and not in a run of import
+    statements (consecutive statements of one block, blank lines between them allowed)
+    whose previous import has one: a comment over an import block covers the block."""
+    lines = source.splitlines()
+    comments = {}
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.COMMENT and _reason(token.string.lstrip("#")):
+            comments[token.start[0]] = token.string
+    own_line = {n for n in comments if lines[n - 1].lstrip().startswith("#")}
+
+    def commented(node):
+        return (any(n in comments for n in range(node.lineno, node.end_lineno + 1))
+                or node.lineno - 1 in own_line)
+
+    found = []
+
+    def visit(node, in_function):
+        in_function = in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        blocks = [getattr(node, field) for field in ("body", "orelse", "finalbody")
+                  if isinstance(getattr(node, field, None), list)]
+        blocks += [handler.body for handler in getattr(node, "handlers", [])]
+        blocks += [case.body for case in getattr(node, "cases", [])]
+        for block in blocks:
+            covered = False           # the previous statement is an import with a reason
+            for statement in block:
+                if isinstance(statement, (ast.Import, ast.ImportFrom)):
+                    covered = covered or commented(statement)
+                    if in_function and not covered:
+                        found.append((statement.lineno, ast.unparse(statement)))
+                else:
+                    covered = False
+                    visit(statement, in_function)
+
+    visit(ast.parse(source), False)
+    return found
+
+
+def test_every_import_inside_a_function_says_why():
+    """Imports go at the top of the module. One that stays inside a function (JAX or an
+    optional library kept out of `import mbdjax` and `mbdjax list`, a heavy library
+    loaded on first use, an import cycle) carries a comment saying why, on its line or
+    on the line above (`# on first use: ...`, `# here, not at the top: ... (cycle)`)."""
+    found = []
+    for name, (path, _) in _modules().items():
+        for line, statement in _uncommented_function_imports(path.read_text(encoding="utf-8")):
+            found.append(f"{name}:{line}: {statement}")
+    assert not found, "imports inside functions with no comment saying why:\n" + "\n".join(found)
+
+
+def test_uncommented_function_imports_are_found():
+    """The scan flags an import in a function (method, nested function) with no reason
+    given, passes one with a comment on its line or above (which covers the import block
+    below it), and ignores module-level imports and linter directives."""
+    source = (
+        "import os\n"                              # 1  module level: not flagged
+        "def f():\n"
+        "    import json\n"                        # 3  flagged
+        "    x = 1  # a comment on code\n"
+        "    import csv\n"                         # 5  flagged: the comment above is on code
+        "    # on first use: heavy\n"
+        "    import numpy\n"                       # 7  passes
+        "\n"
+        "    import numpy.linalg\n"                # 9  passes: the block's comment
+        "    y = 2\n"
+        "    import scipy  # noqa: F401\n"         # 11 flagged: a directive is no reason
+        "    import re  # here: a cycle\n"         # 12 passes
+        "class K:\n"
+        "    def m(self):\n"
+        "        def inner():\n"
+        "            if True:\n"
+        "                from . import a\n"        # 17 flagged
+        "        return inner\n"
+    )
+    assert [line for line, _ in _uncommented_function_imports(source)] == [3, 5, 11, 17]
+    assert _uncommented_function_imports("def f():\n    import json  # on first use: rarely needed\n") == []

@@ -25,7 +25,7 @@ def pivoted_dependent(B, coordinates):
     """Names of `m` coordinates whose columns of `B` are best conditioned (column-pivoted
     QR of B: the first `m` pivots), a good dependent set `q̄` at this configuration."""
     m = B.shape[0]
-    import scipy.linalg   # on first use: it is not needed to import mbdjax
+    import scipy.linalg   # on first use: only the partitioning formulations need scipy; simulate does not load it
 
     _, _, piv = scipy.linalg.qr(np.asarray(B), pivoting=True, mode="economic")
     return tuple(coordinates[k] for k in sorted(piv[:m]))

@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import importlib
+import os
 from typing import NamedTuple
 
 BUILDERS = {
@@ -91,8 +92,6 @@ FACTS = {
 
 def _generate():
     """Rewrite the generated part of this file from the built examples."""
-    import os
-
     lines = []
     for name in BUILDERS:
         ex = builder(name)()

@@ -56,7 +56,7 @@ class Example:
             >>> bool(abs(q0 - ex.q0).max() < 1e-10)
             True
         """
-        from .._initial import initial_conditions
+        from .._initial import initial_conditions   # on first use: `mbdjax list` loads this module, not JAX
 
         index = [self.model.index(name) for name in held]
         fix_q = {name: float(self.q0[i]) for name, i in zip(held, index)}

@@ -42,6 +42,7 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
+from ..spatial import Mechanism, quaternion_from_matrix, quaternion_rates
 from ._example import Example
 
 GRAVITY = 9.81  # m/s², in −z
@@ -113,8 +114,6 @@ def _rotation_y(a):
 
 def _quaternion(R):
     """Unit quaternion (scalar first, e0 ≥ 0) of a rotation matrix."""
-    from ..spatial import quaternion_from_matrix
-
     e = np.asarray(quaternion_from_matrix(jnp.asarray(R)))
     return e if e[0] >= 0 else -e
 
@@ -128,8 +127,6 @@ def flyball_governor_configuration(psi, theta, s, psi_dot=0.0, theta_dot=0.0, s_
     (origin at the rod's mass centre, x along the rod from the hinge outwards, y the
     hinge axis). Velocities from ω = ψ̇ e_z + θ̇ (rod hinge axis) and v = ṙ.
     """
-    from ..spatial import quaternion_rates
-
     data = governor_data()
     d, h, a = data.rod_com, SHAFT_LENGTH, HINGE_OFFSET
     ez = np.array([0.0, 0.0, 1.0])
@@ -189,8 +186,6 @@ def flyball_governor(t1: float = 10.0, damping: float = DAMPING) -> Example:
     M. González, D. Dopico, U. Lugrís, J. Cuadrado, Multibody System Dynamics 16
     (2006) 179–190.
     """
-    from ..spatial import Mechanism
-
     data = governor_data()
     d, h, a = data.rod_com, SHAFT_LENGTH, HINGE_OFFSET
     mech = Mechanism(gravity=(0.0, 0.0, -GRAVITY))

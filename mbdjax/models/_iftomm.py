@@ -136,6 +136,8 @@ def bricard(t1: float = 10.0, revolute_at_j5: bool = True) -> Example:
         >>> ex.model.n, ex.model.m, report.rank, report.dof
         (35, 35, 34, 1)
     """
+    # on first use: only this example is spatial; the spatial front end loads diffrax,
+    # which the planar ones (`mbdjax check n-four-bar`) do without
     from ..spatial import Mechanism as SpatialMechanism
 
     J, Z = np.array(_BRICARD_JOINTS), np.array(_BRICARD_AXES)

@@ -381,6 +381,7 @@ def _stick_slip(net, parts, frictions, multipliers):
       sticks only below `F_s (1 − 1e-8)`), so a new stick starts with a positive
       condition and its event cannot be missed at its first step.
     """
+    # on first use: _switching imports diffrax, which `mbdjax check` on a network does without
     from .._switching import Switching
 
     names = tuple(e.name for e in frictions)

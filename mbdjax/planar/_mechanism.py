@@ -8,7 +8,9 @@ import numpy as np
 
 from .._builder import MechanismBuilder
 from .._errors import ModelError
+from ._compile import compile_mechanism
 from ._joints import COORDINATE_AXES, JointSpec
+from ._validate import validate
 
 GROUND = "ground"
 
@@ -240,9 +242,6 @@ class Mechanism(MechanismBuilder):
         Raises:
             ModelError: listing every problem found in the description.
         """
-        from ._compile import compile_mechanism
-        from ._validate import validate
-
         problems = validate(self)
         if problems:
             raise ModelError(problems)

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 
+import jax
 import numpy as np
+
+from .._errors import MbdjaxError
 
 
 _ANGLE_NAMES = ("phi", "theta", "psi", "th", "angle")
@@ -49,14 +52,14 @@ def pyplot():
     was chosen (a backend set by the user, `MPLBACKEND` or matplotlibrc, is kept).
     Asking matplotlib for its backend would resolve its automatic choice by trying the
     interactive toolkits one by one, which took a tenth of the main job's time."""
-    import matplotlib
+    import matplotlib   # on first use: only drawing needs it (half a second to import)
 
     if not os.environ.get("DISPLAY"):
         chosen = getattr(matplotlib.rcParams, "_get_backend_or_none", None)
         backend = chosen() if chosen is not None else matplotlib.get_backend()
         if backend is None or backend.lower() not in ("agg", "pdf", "svg", "ps", "cairo", "pgf"):
             matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt   # here, after the backend is chosen above
 
     return plt
 
@@ -172,7 +175,7 @@ def plot_residuals(traj, ax=None):
                     label="max |B q̇ − b|")
     # decades as plain text ("1e-12"): matplotlib's default writes them as mathtext,
     # whose parser took a fifth of the main job's plotting time
-    from matplotlib.ticker import LogFormatter
+    from matplotlib.ticker import LogFormatter   # on first use, as matplotlib (`pyplot`)
 
     ax.yaxis.set_major_formatter(LogFormatter(labelOnlyBase=True))
     ax.set_xlabel("t [s]")
@@ -203,8 +206,6 @@ def plot_energy(traj, ax=None):
     t = np.asarray(traj.t)
     e = np.asarray(traj.energy())
     ax.plot(t, e - e[0], label="E(t) − E(0)")
-    from .._errors import MbdjaxError
-
     try:
         work = np.asarray(traj.work()) if traj.model is not None else None
     except MbdjaxError:  # mass_matrix models, or drivers without multipliers
@@ -268,8 +269,6 @@ def plot_contact_path(traj, ax=None):
         >>> ax.get_title(), len(ax.get_lines()[0].get_xdata())
         ('contact path on the plane', 11)
     """
-    import jax
-
     ax = axes(ax)
     contacts = traj.model.contacts if traj.model is not None else None
     table = contacts.kinematics if contacts is not None else {}

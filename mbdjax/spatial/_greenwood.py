@@ -32,6 +32,7 @@ import jax.numpy as jnp
 
 from .. import _dynamics as dyn
 from .._formulation.quasi_velocity import QuasiVelocity
+from ._compile import body_poses
 
 
 class Greenwood(QuasiVelocity):
@@ -59,8 +60,6 @@ class Greenwood(QuasiVelocity):
     bodies: tuple = eqx.field(static=True, default=())
 
     def __init__(self, mechanism, definition):
-        from ._compile import body_poses
-
         self.definition = definition
         self.velocity_map = None
         self.offset = None

@@ -10,8 +10,10 @@ import numpy as np
 from .._builder import MechanismBuilder
 from .._errors import ModelError
 from ._bodies import ORIENTATIONS, POSITION
+from ._compile import compile_mechanism
 from ._contact import ContactSpec
 from ._joints import JointSpec
+from ._validate import validate
 
 _PLANE = ((0.0, 0.0, 0.0), (0.0, 0.0, 1.0))
 
@@ -233,9 +235,6 @@ class Mechanism(MechanismBuilder):
         Raises:
             ModelError: listing every problem found in the description.
         """
-        from ._compile import compile_mechanism
-        from ._validate import validate
-
         problems = validate(self)
         if problems:
             raise ModelError(problems)
