@@ -14,7 +14,7 @@ import os as _os
 import sys as _sys
 from importlib import metadata as _metadata
 
-from . import _xla_cpu as _xla_cpu
+from ._numerics import xla_cpu as _xla_cpu
 
 _xla_cpu.apply()  # before JAX starts its backend: XLA reads its flags only then
 
@@ -47,19 +47,19 @@ _LAZY = {
     "NoStabilization": "._stabilization", "Projection": "._stabilization",
     "Trajectory": "._trajectory",
     "simulate": "._integrate",
-    "UnrolledRK": "._rk",
-    "simulate_batch": "._batch",
-    "sweep": "._sweep", "sweep_grid": "._sweep",
-    "SweepResult": "._sweep_store", "load_sweep": "._sweep_store",
+    "UnrolledRK": "._numerics.rk",
+    "simulate_batch": "._batch.batch",
+    "sweep": "._batch.sweep", "sweep_grid": "._batch.sweep",
+    "SweepResult": "._batch.sweep_store", "load_sweep": "._batch.sweep_store",
     "kinematic_analysis": "._kinematics",
     "CheckReport": "._checks", "check": "._checks",
     "RowSelection": "._redundancy", "select_rows": "._redundancy",
     "initial_conditions": "._initial",
-    "Sensitivity": "._sensitivity", "sensitivity": "._sensitivity",
-    "FitResult": "._fit", "fit": "._fit", "fit_loss": "._fit",
+    "Sensitivity": "._identify.sensitivity", "sensitivity": "._identify.sensitivity",
+    "FitResult": "._identify.fit", "fit": "._identify.fit", "fit_loss": "._identify.fit",
 }
-_RENAMED = {"xla_loop_setting": ("._xla_cpu", "loop_setting"), "xla_thread_setting": ("._xla_cpu", "thread_setting"),
-            "xla_emitter_setting": ("._xla_cpu", "emitter_setting"),
+_RENAMED = {"xla_loop_setting": ("._numerics.xla_cpu", "loop_setting"), "xla_thread_setting": ("._numerics.xla_cpu", "thread_setting"),
+            "xla_emitter_setting": ("._numerics.xla_cpu", "emitter_setting"),
             "compilation_cache_setting": ("._compilation_cache", "cache_setting"),
             "kinematics": ("._kinematics", None)}
 _SUBPACKAGES = ("models", "planar", "spatial", "network", "plotting")

@@ -24,7 +24,7 @@ from . import _dynamics as dyn
 from . import _kinematics as kin
 from ._errors import ModelError, SimulationError
 from ._first_order import first_order_structure
-from ._linalg import numerical_rank, dependent_rows
+from ._numerics.linalg import numerical_rank, dependent_rows
 from ._params import checked_params, nonfinite_entries
 from ._tracing import device_array, one_shot_filter_jit
 

@@ -190,7 +190,7 @@ def _cmd_run(args):
 
 
 def _cmd_fit(args):
-    from ._fit_config import run_config   # on first use: it imports JAX, which `mbdjax list` must not load
+    from ._identify.fit_config import run_config   # on first use: it imports JAX, which `mbdjax list` must not load
 
     res, out = run_config(args.config, args.force)
     print(res.report())
@@ -202,7 +202,7 @@ def _cmd_sweep(args):
     # on first use: NumPy and the sweep (JAX), which `mbdjax list` must not load
     import numpy as np
 
-    from ._sweep_config import run_config
+    from ._batch.sweep_config import run_config
 
     res = run_config(args.config, overwrite=args.overwrite, progress=not args.quiet)
     ident, run = res.manifest["identity"], res.manifest["runs"][-1]
@@ -240,11 +240,11 @@ def build_parser():
                             "in the persistent cache)")
     p_run.set_defaults(func=_cmd_run)
     p_fit = sub.add_parser("fit", help="fit parameters to measured data as described in a TOML file")
-    p_fit.add_argument("config", help="the fit description (see mbdjax._fit_config)")
+    p_fit.add_argument("config", help="the fit description (see mbdjax._identify.fit_config)")
     p_fit.add_argument("--force", action="store_true", help="write into a non-empty output folder")
     p_fit.set_defaults(func=_cmd_fit)
     p_sweep = sub.add_parser("sweep", help="a resumable parameter sweep to disk, as described in a TOML file")
-    p_sweep.add_argument("config", help="the sweep description (see mbdjax._sweep_config)")
+    p_sweep.add_argument("config", help="the sweep description (see mbdjax._batch.sweep_config)")
     p_sweep.add_argument("--overwrite", action="store_true",
                          help="delete a sweep with other arguments in the folder and start again")
     p_sweep.add_argument("--quiet", action="store_true", help="no progress lines on stderr")

@@ -15,7 +15,7 @@ import numpy as np
 import optimistix as optx
 
 from . import _kinematics as kin
-from ._linalg import numerical_rank, dependent_rows
+from ._numerics.linalg import numerical_rank, dependent_rows
 from ._errors import InitialConditionError
 from ._params import checked_params, nonfinite_entries
 from ._stabilization.projection import project_positions, project_velocities

@@ -22,10 +22,10 @@ from ._formulation import resolve_formulation
 from ._initial import nearest_state
 from ._params import float_params, nonfinite_entries
 from ._redundancy import expand, restrict, rows_of_jacobian, select_rows
-from ._rk import repr_solver
+from ._numerics.rk import repr_solver
 from ._runtime_checks import checked_on_host, collecting, first_failure
 from ._singular import singular_configuration_error
-from ._solve import SolveSettings, over_times
+from ._numerics.solve import SolveSettings, over_times
 from ._stabilization import resolve_stabilization
 from ._switching import switching_of
 from ._tracing import (concrete_evaluation, device_array, host_value, is_batched, is_concrete, one_shot_filter_jit,
@@ -314,7 +314,7 @@ def simulate(
     # trajectory gets their values after the call.
     keys = tuple((k, None if k in _VALUED else v) for k, v in settings)
     # Inputs batched by a vmap (a member of a vectorized `simulate_batch`, a caller's
-    # vmap): the per-output-time work one time after another (`mbdjax._solve.over_times`).
+    # vmap): the per-output-time work one time after another (`mbdjax._numerics.solve.over_times`).
     # A run only staged by jit (a member of a sequential batch) is a lone run: all at once
     # (1024 sequential 10-link chains, 51 outputs each: 1.42 → 1.27 s).
     stream = is_batched(q0, qd0, p)

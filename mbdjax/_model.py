@@ -18,7 +18,7 @@ from . import _dynamics as dyn
 from . import _kinematics as kin
 from ._errors import ModelError
 from ._params import bound_problems, flatten_params
-from ._sparse import JacobianPattern
+from ._numerics.sparse import JacobianPattern
 from ._tracing import concrete_evaluation, device_array, one_shot_jit
 
 _INERTIA_KINDS = ("mass_matrix", "kinetic_energy", "mass_diagonal")

@@ -34,8 +34,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _kinematics as kin
-from ._linalg import independent_rows
-from ._sparse import JacobianPattern
+from ._numerics.linalg import independent_rows
+from ._numerics.sparse import JacobianPattern
 from ._tracing import CompiledCache, concrete_evaluation, host_value, one_shot_filter_jit
 
 RANK_RTOL = 1e-9

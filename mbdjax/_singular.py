@@ -31,7 +31,7 @@ import numpy as np
 
 from . import _kinematics as kin
 from ._errors import SimulationError
-from ._linalg import numerical_rank, cholesky_diagonal, dependent_rows
+from ._numerics.linalg import numerical_rank, cholesky_diagonal, dependent_rows
 
 STALL_RTOL = 1e-9
 """A proposed step shorter than `STALL_RTOL · (t1 − t0)` counts as a collapse."""
@@ -46,7 +46,7 @@ def rank_margin(model, q, t, p):
     pattern when the model has one, and a factorization with no library call
     (`cholesky_diagonal`): this runs in the step-size guard, inside the step loop,
     and a LAPACK call there, or the planar front end's dense Jacobian, kept XLA from
-    compiling the loop into one kernel (`mbdjax._xla_cpu`)."""
+    compiling the loop into one kernel (`mbdjax._numerics.xla_cpu`)."""
     pattern = model.jacobian_pattern
     if pattern is not None and model.m_n == 0:
         vals = kin.holonomic_jacobian_values(model, q, t, p)

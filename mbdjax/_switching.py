@@ -57,7 +57,7 @@ import optimistix as optx
 
 from ._errors import SimulationError
 from ._params import get_values, set_values
-from ._solve import solve
+from ._numerics.solve import solve
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

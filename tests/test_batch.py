@@ -52,7 +52,7 @@ def test_redundant_batch_equals_a_loop_of_simulate():
     (minimum-norm) multipliers agree; 1e-9 allows for rounding. 0.3 s stays before
     the linkage first lies flat (θ = 0 near 0.39 s, a singular configuration on top
     of the redundancy)."""
-    from mbdjax import _batch
+    from mbdjax._batch import batch as _batch
 
     ex = models.get("parallelogram-redundant")
     model = ex.model
@@ -167,7 +167,7 @@ def test_members_one_after_another_or_vectorized():
 def test_new_values_reuse_the_compilation(four_bar):
     """New parameter values, initial states and end times run the same compiled
     function: one entry in its jit cache after three different batches."""
-    from mbdjax import _batch
+    from mbdjax._batch import batch as _batch
 
     model = four_bar.model
     q0 = jnp.stack([four_bar.q0, four_bar.q0])

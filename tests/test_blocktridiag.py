@@ -1,4 +1,4 @@
-"""Block cyclic reduction (`mbdjax._blocktridiag`) and its use for the block-tridiagonal
+"""Block cyclic reduction (`mbdjax._numerics.blocktridiag`) and its use for the block-tridiagonal
 Schur complement of serial chains (the blocks themselves: tests/test_sparse.py).
 
 Expected values: dense NumPy solves and the dense Schur complement `B diag(w) Bᵀ` of
@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from mbdjax._blocktridiag import (block_tridiagonal_factor, block_tridiagonal_factor_solve,
+from mbdjax._numerics.blocktridiag import (block_tridiagonal_factor, block_tridiagonal_factor_solve,
                                   block_tridiagonal_solve, small_spd_solve)
-from mbdjax._sparse import JacobianPattern
+from mbdjax._numerics.sparse import JacobianPattern
 
 
 def random_block_tridiagonal(k, s, rng):
@@ -139,7 +139,7 @@ def test_indefinite_gives_nan_and_bad_shapes_are_rejected():
 
 def test_pendulum_chain_uses_blocks_and_matches_the_dense_solve():
     from mbdjax import _dynamics as dyn, _kinematics as kin
-    from mbdjax._linalg import spd_solve
+    from mbdjax._numerics.linalg import spd_solve
     from mbdjax.models import pendulum_chain
 
     ex = pendulum_chain(6)
@@ -184,13 +184,13 @@ def test_projection_correction_with_blocks_is_the_minimum_norm_one():
 
 
 def test_cholesky_diagonal_without_a_library_call():
-    """`mbdjax._linalg.cholesky_diagonal` (the step-size guard's rank margin, kept free
+    """`mbdjax._numerics.linalg.cholesky_diagonal` (the step-size guard's rank margin, kept free
     of LAPACK calls so the step loop compiles into one kernel) against NumPy's Cholesky
     factor's diagonal (reference: `numpy.linalg.cholesky`, LAPACK), to 1e-12 relative,
     for SPD matrices of 1 to 20 rows; an indefinite matrix gives NaN from its first
     non-positive pivot on, as LAPACK's factor does; and its program holds no
     `cholesky` primitive."""
-    from mbdjax._linalg import cholesky_diagonal
+    from mbdjax._numerics.linalg import cholesky_diagonal
 
     rng = np.random.default_rng(11)
     f = jax.jit(cholesky_diagonal)

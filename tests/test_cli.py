@@ -60,7 +60,8 @@ codes = [main(["list"]), main(["run", "four-barr"]), main(["check", "tripple-pen
 print("CODES", codes)
 heavy = sorted(k for k in sys.modules if k.split(".")[0] in ("jax", "jaxlib", "diffrax", "equinox", "numpy",
                                                             "scipy", "matplotlib", "optax")
-               or (k.startswith("mbdjax.") and k not in ("mbdjax._cli", "mbdjax._errors", "mbdjax._xla_cpu",
+               or (k.startswith("mbdjax.") and k not in ("mbdjax._cli", "mbdjax._errors", "mbdjax._numerics",
+                                                         "mbdjax._numerics.xla_cpu",
                                                          "mbdjax._compilation_cache",
                                                          "mbdjax.models", "mbdjax.models._catalogue",
                                                          "mbdjax.models._example")))

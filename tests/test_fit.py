@@ -214,7 +214,7 @@ def test_repeated_fits_reuse_the_compiled_residual(model, data):
     functions and traces nothing new (before, the unhashable key compiled anew on
     every fit: 1.8 s of a 1.9 s repeated fit of the 10-link chain). Both fits recover
     k = 4 (the data's value) to 1e-6."""
-    from mbdjax._fit import _COMPILED
+    from mbdjax._identify.fit import _COMPILED
 
     def one(k0):
         res = mbd.fit(model, {"t": data["t"], "y": data["y"]}, {**model.params, "spring": {"k": k0}},
@@ -236,7 +236,7 @@ def test_trial_simulations_get_a_step_limit_from_the_start():
     """Without `max_steps`, a fit's trials stop at 16× the start's steps (a power of
     two, 4096 to 131 072), so a trial far off fails in about a second instead of
     running 100 000 steps (measured on the slider-crank: 1 s instead of 8–12 s)."""
-    from mbdjax._fit import trial_max_steps
+    from mbdjax._identify.fit import trial_max_steps
 
     assert trial_max_steps(1) == 4096
     assert trial_max_steps(300) == 8192        # 4800 → next power of two
@@ -262,7 +262,7 @@ def test_shooting_segment_starts_are_projected_onto_the_constraints():
     (q̂·q̂)q̂. Checked to 1e-12 from a state 5 % off the circle. Then a 3-segment fit
     of L and c from noise-free data (start 10 % and 50 % off, so the initial segment
     states lie on the wrong circle) recovers both to 1e-6 relative."""
-    from mbdjax._shooting import _project
+    from mbdjax._identify.shooting import _project
 
     model = _rod_pendulum()
     p = model.params

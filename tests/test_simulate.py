@@ -347,7 +347,7 @@ def _chain_jacobian(q):
 @pytest.mark.parametrize("members", [False, True])
 def test_step_loop_and_batch_members_have_no_lapack_call(members):
     """A LAPACK call inside the step loop keeps XLA from compiling the loop into one
-    kernel (`mbdjax._xla_cpu`), so a projected step of the 10-link chain (20 rows, below
+    kernel (`mbdjax._numerics.xla_cpu`), so a projected step of the 10-link chain (20 rows, below
     `BLOCK_GRAM_MIN_ROWS`) solves its Gram matrices by the block-tridiagonal solve: its
     program holds no `cholesky` or `triangular_solve`, for one trajectory and for a
     batch's members (whose stabilization has `block_solves`) alike. The projection of a
@@ -356,7 +356,7 @@ def test_step_loop_and_batch_members_have_no_lapack_call(members):
     Cholesky's cost)."""
     from mbdjax._integrate import resolve_formulation, resolve_stabilization
     from mbdjax._redundancy import restrict, select_rows
-    from mbdjax._solve import ProjectedSolver
+    from mbdjax._numerics.solve import ProjectedSolver
 
     ex = models.pendulum_chain(10)
     p = ex.model.params

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from mbdjax._sparse import JacobianPattern
+from mbdjax._numerics.sparse import JacobianPattern
 
 
 @st.composite

@@ -84,7 +84,7 @@ def test_sweep_equals_simulate_batch_and_the_closed_form(osc, tmp_path, capsys):
 def test_padding_reuses_the_compilation(osc, tmp_path):
     """5 members in chunks of 2 (2, 2, 1 padded to 2): the sweep's compiled function is
     traced once (its jit cache holds one entry)."""
-    from mbdjax import _batch
+    from mbdjax._batch import batch as _batch
 
     model = oscillator()
     res = mbd.sweep(model, {"k": K[:5]}, out=tmp_path / "p", chunk=2, q0=jnp.ones(1), progress=False, **KW)
@@ -210,7 +210,7 @@ def test_changed_arguments_overwrite_and_corruption(osc, tmp_path):
         (dict(chunk=2), "chunk"),
         (dict(t1=0.5), "settings.t1"),
         (dict(rtol=1e-9), "settings.rtol"),
-        (dict(outputs=mbd._sweep.final_state), "outputs"),
+        (dict(outputs=mbd._batch.sweep.final_state), "outputs"),
         (dict(q0=2.0 * jnp.ones(1)), "q0.sha256"),
     ]
     for kw, what in changes:
@@ -363,7 +363,7 @@ def test_readme_sweep_snippet_runs(capsys):
     assert res.params["gravity[1]"].tolist() == [-9.81, -1.62] * 3
     assert "(6,) (6,)" in capsys.readouterr().out
     # the README's config block is a valid sweep file
-    from mbdjax._sweep_config import read_config, samples_of
+    from mbdjax._batch.sweep_config import read_config, samples_of
 
     toml = re.search(r"### Sweeps\n.*?\n```\n(model = .*?)```", readme, re.S).group(1)
     path = os.path.join(namespace["folder"], "sweep.toml")

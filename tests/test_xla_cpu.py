@@ -1,4 +1,4 @@
-"""XLA's CPU small-loop limit set at import (`mbdjax._xla_cpu`).
+"""XLA's CPU small-loop limit set at import (`mbdjax._numerics.xla_cpu`).
 
 The flag handling is pure string work, tested directly; whether the setting reaches XLA
 can only be seen in a fresh process (XLA reads its flags once), so those tests start one

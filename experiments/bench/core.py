@@ -272,10 +272,10 @@ def profile_rhs(ex, mech, q0b, qd0b, perm):
     Evaluated at the baseline's state 0.5 s into the motion (nonzero velocities). The
     mbdjax pieces are the ones its augmented formulation uses: with a planar Jacobian
     pattern, the Schur complement ``S = B M⁻¹ Bᵀ`` is formed from the Jacobian's nonzeros
-    (``mbdjax._sparse``, gathers only) and factored with a dense Cholesky
+    (``mbdjax._numerics.sparse``, gathers only) and factored with a dense Cholesky
     (``jax.scipy.linalg.cho_factor``/``cho_solve``), or, for a serial chain whose S is
     block tridiagonal, assembled as blocks and solved by block cyclic reduction
-    (``mbdjax._blocktridiag``, what the RHS then does). For models with a dissipation
+    (``mbdjax._numerics.blocktridiag``, what the RHS then does). For models with a dissipation
     function, ``∂D/∂q̇`` alone and the RHS with the dissipation removed are timed too.
     """
     import copy

@@ -7,11 +7,11 @@ With a constant diagonal mass matrix the Schur complement is used instead:
     (B M⁻¹ Bᵀ) λ = B M⁻¹ Q − g,    q̈ = M⁻¹ (Q − Bᵀ λ),
 
 an `m × m` solve with no `n × n` work. With a sparse Jacobian (the planar and spatial
-front ends) `S` is formed from the nonzeros of `B` only (`mbdjax._sparse`); when its
+front ends) `S` is formed from the nonzeros of `B` only (`mbdjax._numerics.sparse`); when its
 rows group into blocks that couple only with their neighbours (a serial chain: each
 joint shares a body with the joints before and after it) and the rows are independent,
 `S` is assembled as blocks and solved as a block-tridiagonal system
-(`mbdjax._blocktridiag`), so the right-hand side costs O(m) instead of the O(m³) of a
+(`mbdjax._numerics.blocktridiag`), so the right-hand side costs O(m) instead of the O(m³) of a
 dense Cholesky.
 
 With independent rows the Schur solve has its own derivative rule
@@ -36,9 +36,9 @@ from .. import _dynamics as dyn
 from .. import _first_order as fo_
 from .. import _kinematics as kin
 from .._first_order import FirstOrder
-from .._gram import ConstraintGram
+from .._numerics.gram import ConstraintGram
 from .._tracing import jvp_of_perturbed
-from .._linalg import spd_solve
+from .._numerics.linalg import spd_solve
 from .._runtime_checks import check
 from .._tracing import is_concrete
 from .base import AbstractFormulation

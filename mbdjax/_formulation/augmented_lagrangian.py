@@ -66,7 +66,7 @@ class Leading(NamedTuple):
       `α_j = penalty · max_k |M_kk| / ‖B_j‖²`;
     - dual (a constant diagonal `M` with every entry positive): `L Lᵀ = B M⁻¹ Bᵀ + α⁻¹`,
       `(m, m)`, with `α_j⁻¹ = (B M⁻¹ Bᵀ)_jj / penalty`, formed from the nonzeros of a
-      sparse `B` when the model gives them (`mbdjax._sparse`). By Woodbury's identity
+      sparse `B` when the model gives them (`mbdjax._numerics.sparse`). By Woodbury's identity
       the multiplier iteration below is the same in both forms; the dual one never
       forms the `n × n` product `Bᵀ α B`.
 

@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 
 from .._singular import SingularityGuard
-from .._solve import solve
+from .._numerics.solve import solve
 from .._switching import integrate_switched, switching_of
 
 
@@ -117,7 +117,7 @@ class AbstractFormulation(eqx.Module):
 
     def integrate(self, model, stabilization, settings, y0, p, t0, t1, ts):
         """Integrate the state from `y0` at `t0` to `t1`, saved at `ts`; returns an
-        `Integrated`. `settings` is a `mbdjax._solve.SolveSettings`. Default: one diffrax solve, projected after every step when the
+        `Integrated`. `settings` is a `mbdjax._numerics.solve.SolveSettings`. Default: one diffrax solve, projected after every step when the
         stabilization projects; for a model with discrete modes, one solve per mode
         (`mbdjax._switching`)."""
         switching = switching_of(model)

@@ -15,7 +15,7 @@ import numpy as np
 from .. import _kinematics as kin
 from .._errors import SimulationError
 from .._singular import SingularityGuard
-from .._solve import solve
+from .._numerics.solve import solve
 from .base import Integrated, singularity_event
 
 _COND_MAX = 1e10
@@ -187,7 +187,7 @@ def integrate_partitioned(model, settings, y0, p, t0, t1, ts, perm0, vector_fiel
     (`singularity_event`) also ends the run.
 
     Arguments:
-        settings: a `mbdjax._solve.SolveSettings`.
+        settings: a `mbdjax._numerics.solve.SolveSettings`.
         y0 (state,): the state at `t0`, already consistent with `perm0`.
         perm0 (n,): the first partition (`perm[:m]` dependent, `perm[m:]` independent).
         vector_field, project: `(t, y, args) -> y` with `args = (p, perm, κ₀)`;
@@ -197,7 +197,7 @@ def integrate_partitioned(model, settings, y0, p, t0, t1, ts, perm0, vector_fiel
         watch: wrap the step-size controller in `SingularityGuard` (a collapse of the
             steps where `B` is close to losing rank ends the run, `rank_lost`).
         project_step: the projection after every step where it differs from
-            `project` (`mbdjax._solve.solve`).
+            `project` (`mbdjax._numerics.solve.solve`).
 
     Returns an `Integrated` with `aux` the partition at each output time and
     `partitions = {"t": (K,), "independent": (K, n − m)}` (t = inf for unused pieces);

@@ -31,7 +31,7 @@ from .._stabilization.projection import Projection, project_positions
 from .._first_order import refuse as refuse_first_order
 from .._switching import refuse as refuse_switching
 from .base import AbstractFormulation
-from .._linalg import numerical_rank
+from .._numerics.linalg import numerical_rank
 from .._tracing import is_concrete
 from .multiplier_free import MultiplierFree
 from .partition import check_names, integrate_partitioned, named_partition, partition_basis

@@ -10,8 +10,8 @@ import jax
 import jax.numpy as jnp
 
 from .. import _kinematics as kin
-from .._gram import ConstraintGram
-from .._linalg import spd_solve
+from .._numerics.gram import ConstraintGram
+from .._numerics.linalg import spd_solve
 from .._tracing import jvp_of_perturbed
 from .base import AbstractStabilization
 
@@ -19,7 +19,7 @@ from .base import AbstractStabilization
 def _min_norm_correction(J, r, fallback=True):
     """`Jᵀ (J Jᵀ)⁻¹ r`: the smallest `dx` with `J dx = r` (least squares if J is deficient).
 
-    `J Jᵀ` is solved by Cholesky (`mbdjax._linalg.spd_solve`); with `fallback` (rows
+    `J Jᵀ` is solved by Cholesky (`mbdjax._numerics.linalg.spd_solve`); with `fallback` (rows
     not known to be independent) by SVD least squares when it is singular: only the
     branch taken runs.
     """
@@ -111,7 +111,7 @@ def project_velocities(model, q, qd, t, p, fallback=True, blocks=False):
 def _Gram(model, q, t, p, use_pattern, velocities=False, tangents=False):
     """`Φ_q` (with `velocities`: `B = [Φ_q; A]`) at one configuration with one
     factorization of its Gram matrix `G = J Jᵀ`, for several minimum-norm corrections
-    `Jᵀ G⁻¹ r` (`mbdjax._gram.ConstraintGram` with unit weights; with `use_pattern`,
+    `Jᵀ G⁻¹ r` (`mbdjax._numerics.gram.ConstraintGram` with unit weights; with `use_pattern`,
     from the sparse pattern's nonzeros and its block solve, as `_uses_pattern` chose
     when the projection was traced: a static argument, so the derivative rules, traced
     later, solve as their primal did)."""
@@ -241,7 +241,7 @@ class Projection(AbstractStabilization):
             solve at any size (set for the projection in a solver's step loop and for
             the members of a batch: `with_block_solves`). A LAPACK call (the dense
             Cholesky) inside the step loop keeps XLA from compiling the loop into one
-            kernel (`mbdjax._xla_cpu`): the 10-link pendulum chain's default 10 s run
+            kernel (`mbdjax._numerics.xla_cpu`): the 10-link pendulum chain's default 10 s run
             took 89 ms with the block solve against 106–139 ms. Over 1024 vectorized
             members the block solve projects a 10-link chain's state in 4.7 µs a member
             against 9.1 µs with the batched dense Cholesky; 1024 sequential chains with

@@ -22,7 +22,7 @@ import numpy as np
 from .._builder import call_problem, spring_damper_bounds
 from .._errors import ModelError
 from .._model import Model, sample_point
-from .._sparse import JacobianPattern
+from .._numerics.sparse import JacobianPattern
 from .._tracing import device_array
 from . import _forces as fe
 from ._geometry import cross, rotate
@@ -242,7 +242,7 @@ def _force_functions(mech, layout):
         Q, W = layout.pad(q), layout.pad(qd)
         # Each body's generalized force (Fx, Fy, torque) summed from its elements' terms
         # and stacked: no scatter (`.at[].add`), which XLA's CPU backend cannot compile
-        # into a single-kernel loop (`mbdjax._xla_cpu`). Row nb is the ground's, dropped.
+        # into a single-kernel loop (`mbdjax._numerics.xla_cpu`). Row nb is the ground's, dropped.
         terms = [[] for _ in range(nb + 1)]
         e_z = jnp.array([0.0, 0.0, 1.0], dtype=Q.dtype)
         for e in applied:
@@ -275,7 +275,7 @@ def _force_functions(mech, layout):
 def _rows(X, idx):
     """`X[idx]` for a static index array, as static row slices stacked: the gradient of
     a gather is a scatter, which XLA's CPU backend cannot compile into a single-kernel
-    loop (`mbdjax._xla_cpu`); that of a slice is a pad. Used where the right-hand side
+    loop (`mbdjax._numerics.xla_cpu`); that of a slice is a pad. Used where the right-hand side
     differentiates (potential and dissipation of the force elements)."""
     return jnp.stack([X[int(k)] for k in idx])
 

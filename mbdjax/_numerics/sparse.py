@@ -20,7 +20,7 @@ from collections import defaultdict
 import jax.numpy as jnp
 import numpy as np
 
-from ._blocktridiag import (block_tridiagonal_factor, block_tridiagonal_factor_solve, block_tridiagonal_solve,
+from .blocktridiag import (block_tridiagonal_factor, block_tridiagonal_factor_solve, block_tridiagonal_solve,
                             cyclic_factor, cyclic_factor_solve)
 
 
@@ -179,7 +179,7 @@ class JacobianPattern:
         `schur_block_size` is not None): `D (k, s, s)` on the diagonal and
         `E (k-1, s, s)` below it, `k = ⌈m / s⌉`, `s = schur_block_size`; rows past `m`
         (padding of the last block) are identity rows. For
-        `mbdjax._blocktridiag.block_tridiagonal_solve`.
+        `mbdjax._numerics.blocktridiag.block_tridiagonal_solve`.
 
         Both come from one product over the block rows (`_block_row_layout`): with
         `G[I] (2s, c)` the rows of blocks `I` and `I + 1` on the `c` columns that block
@@ -205,7 +205,7 @@ class JacobianPattern:
         """A factorization of the block-tridiagonal `B diag(w) Bᵀ`, for several
         `block_schur_factor_solve` at the cost of one: the block LDLᵀ sweeps, or with
         `tangents` (solves for the tangents of a derivative rule) the block cyclic
-        reduction (`mbdjax._blocktridiag.cyclic_factor`)."""
+        reduction (`mbdjax._numerics.blocktridiag.cyclic_factor`)."""
         if tangents:
             return "cyclic", cyclic_factor(*self.schur_blocks(vals, w))
         return "sweeps", block_tridiagonal_factor(*self.schur_blocks(vals, w))

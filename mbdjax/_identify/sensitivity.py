@@ -18,10 +18,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._errors import MbdjaxError
-from ._integrate import simulate
-from ._params import float_params, get_values, path_name, resolve_names, set_values
-from .plotting._plots import axes, legend
+from .._errors import MbdjaxError
+from .._integrate import simulate
+from .._params import float_params, get_values, path_name, resolve_names, set_values
+from ..plotting._plots import axes, legend
 
 #: Below this fraction of max |y| the relative sensitivity of an output is undefined.
 _RELATIVE_FLOOR = 1e-9

@@ -10,7 +10,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from ._rk import SolverOf
+from .rk import SolverOf
 
 
 class SolveSettings(eqx.Module):

@@ -4,17 +4,17 @@ The augmented formulation's Schur complement (`w = M⁻¹`, THEORY §5) and the
 projection's Gram matrix (`w = 1`) are the same object: a symmetric positive definite
 matrix built from the rows of `B = [Φ_q; A]`, solved several times with one
 factorization (the primal solve and the solves of its derivative rules). Rows must be
-independent: a plain Cholesky (`mbdjax._linalg.spd_factor`), or the block-tridiagonal solve
+independent: a plain Cholesky (`mbdjax._numerics.linalg.spd_factor`), or the block-tridiagonal solve
 when the model's sparse pattern makes the matrix block tridiagonal (a serial chain,
-`mbdjax._blocktridiag`).
+`mbdjax._numerics.blocktridiag`).
 """
 
 from __future__ import annotations
 
 import jax.numpy as jnp
 
-from . import _kinematics as kin
-from ._linalg import spd_factor, spd_factor_solve
+from .. import _kinematics as kin
+from .linalg import spd_factor, spd_factor_solve
 
 
 class ConstraintGram:

@@ -28,9 +28,9 @@ from importlib import metadata
 
 import numpy as np
 
-from ._errors import MbdjaxError
-from ._files import atomic_write
-from ._params import flatten_params
+from .._errors import MbdjaxError
+from .._files import atomic_write
+from .._params import flatten_params
 
 _FORMAT = "mbdjax-sweep/1"
 _MANIFEST = "manifest.json"

@@ -13,7 +13,7 @@ jit-compiled call of `simulate` over the members, run in one of two ways
   loop calls a library (LAPACK): the call then serves all members.
 - **sequential** (`jax.lax.map`): one member after another, each a lone run with its
   own steps. On a CPU, a lone run whose loops hold no library call compiles into one
-  kernel (`mbdjax._xla_cpu`), and one member after another then beats the vectorized
+  kernel (`mbdjax._numerics.xla_cpu`), and one member after another then beats the vectorized
   batch, whose arrays over all members fall out of the cache: 1024 10-link chains
   over 0.25 s took 1.07 s against 1.74 s, 1024 four-bars over 1 s 1.60 against
   2.31 s; with LAPACK in the loop the other way round (the slider-crank 0.56 against
@@ -35,15 +35,15 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from ._errors import SimulationError
-from ._integrate import failure_error, check_times, reporting, save_times, simulate
-from ._stabilization import resolve_stabilization
-from ._params import flatten_params, float_params, nonfinite_entries
-from ._runtime_checks import checked_on_host, first_failure
-from ._singular import singular_configuration_error
-from ._redundancy import select_rows
-from ._tracing import CompiledCache, is_concrete, picked_leaves
-from ._trajectory import Trajectory
+from .._errors import SimulationError
+from .._integrate import failure_error, check_times, reporting, save_times, simulate
+from .._stabilization import resolve_stabilization
+from .._params import flatten_params, float_params, nonfinite_entries
+from .._runtime_checks import checked_on_host, first_failure
+from .._singular import singular_configuration_error
+from .._redundancy import select_rows
+from .._tracing import CompiledCache, is_concrete, picked_leaves
+from .._trajectory import Trajectory
 
 
 _COMPILED = CompiledCache(16)
@@ -145,7 +145,7 @@ def _one_after_another(fn, in_axes, args):
 
 
 # Primitives that XLA's CPU backend runs as library calls (LAPACK) or host callbacks:
-# a loop holding one is not compiled into a single kernel (`mbdjax._xla_cpu`).
+# a loop holding one is not compiled into a single kernel (`mbdjax._numerics.xla_cpu`).
 _LIBRARY_CALLS = frozenset({"cholesky", "triangular_solve", "lu", "lu_pivots_to_permutation", "qr", "geqrf",
                             "householder_product", "svd", "eigh", "eig", "schur", "hessenberg", "tridiagonal",
                             "tridiagonal_solve", "pure_callback", "io_callback", "debug_callback"})

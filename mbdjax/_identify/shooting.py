@@ -20,11 +20,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _kinematics as kin
-from ._integrate import simulate
-from ._params import set_values
-from ._sensitivity import initial_state
-from ._stabilization.projection import project_positions
+from .. import _kinematics as kin
+from .._integrate import simulate
+from .._params import set_values
+from .sensitivity import initial_state
+from .._stabilization.projection import project_positions
 
 
 def layout(t_data, segments, t0):

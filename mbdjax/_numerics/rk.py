@@ -68,7 +68,7 @@ class SolverOf(diffrax.AbstractSolver):
     """A solver that takes its description from the diffrax solver it holds
     (`solver`): the term structure, the interpolation, the order and the error order.
     Shared by `UnrolledRK` (which steps the held tableau itself) and the projecting
-    wrapper `mbdjax._solve.ProjectedSolver` (which steps with the held solver)."""
+    wrapper `mbdjax._numerics.solve.ProjectedSolver` (which steps with the held solver)."""
 
     solver: eqx.AbstractVar[diffrax.AbstractSolver]
 

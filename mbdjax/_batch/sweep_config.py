@@ -38,8 +38,8 @@ import os
 
 import numpy as np
 
-from ._errors import MbdjaxError
-from ._fit_config import read_toml
+from .._errors import MbdjaxError
+from .._identify.fit_config import read_toml
 
 _KEYS = {"model", "t1", "out", "chunk", "outputs", "overwrite", "progress", "grid", "samples", "random", "options"}
 _OPTIONS = {"t0", "saveat", "rtol", "atol", "max_steps", "formulation", "stabilization", "fixed_step", "dt0",
@@ -81,7 +81,7 @@ def read_config(path):
 def samples_of(cfg):
     """`{dotted name: (B,) values}` from the config's `[grid]`, `[samples]` or `[random]`."""
     # here, not at the top: a config's errors are reported before JAX loads (2–3 s)
-    from ._sweep import sweep_grid
+    from .sweep import sweep_grid
 
     if "grid" in cfg:
         return sweep_grid(cfg["grid"])
@@ -127,8 +127,8 @@ def coordinate_outputs(model, names):
 def run_config(path, overwrite=False, progress=True):
     """Run the sweep of config `path`; returns the `SweepResult`."""
     # here, not at the top: a config's errors are reported before JAX loads (2–3 s)
-    from ._fit_config import load_model
-    from ._sweep import sweep
+    from .._identify.fit_config import load_model
+    from .sweep import sweep
 
     cfg = read_config(path)
     try:

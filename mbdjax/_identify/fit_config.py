@@ -35,7 +35,7 @@ import tomllib
 
 import numpy as np
 
-from ._errors import MbdjaxError
+from .._errors import MbdjaxError
 
 _KEYS = {"model", "data", "outputs", "free", "out", "start", "bounds", "options"}
 _OPTIONS = {"steps", "tol", "weights", "rtol", "atol", "max_steps", "t0", "formulation", "stabilization",
@@ -77,7 +77,7 @@ def read_config(path):
 def load_model(spec, base):
     """`(model, q0, qd0)` from a built-in example name or `"file.py:function"`."""
     # here, not at the top: a config's errors are reported before JAX and the models load
-    from . import models
+    from .. import models
 
     if ":" in spec and spec.split(":", 1)[0].endswith(".py"):
         file, func = spec.split(":", 1)
@@ -106,9 +106,9 @@ def run_config(path, force=False):
     # here, not at the top: a config's errors are reported before JAX loads (2–3 s)
     import jax.numpy as jnp
 
-    from ._fit import fit, load_data
-    from ._integrate import simulate
-    from ._params import resolve_names, set_values
+    from .fit import fit, load_data
+    from .._integrate import simulate
+    from .._params import resolve_names, set_values
 
     cfg = read_config(path)
     model, q0, qd0 = load_model(cfg["model"], cfg["base"])
@@ -142,7 +142,7 @@ def run_config(path, force=False):
     with open(os.path.join(out, "fit.json"), "w") as fh:
         json.dump(summary, fh, indent=2)
     # on first use: matplotlib, after the fit
-    from .plotting._plots import figure, pyplot, units_label, coordinate_unit, legend
+    from ..plotting._plots import figure, pyplot, units_label, coordinate_unit, legend
 
     plt = pyplot()
     fig, (ax1, ax2) = figure(rows=2, height=6.0, sharex=False)    # time above, steps below

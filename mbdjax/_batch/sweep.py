@@ -11,7 +11,7 @@ samples and initial states, settings, the outputs function, a model fingerprint,
 library versions) and, per finished chunk, its file and sha256. A rerun with the same
 arguments skips the finished chunks, so a killed sweep resumes where it stopped.
 
-The folder's files and their checks live in `mbdjax._sweep_store`.
+The folder's files and their checks live in `mbdjax._batch.sweep_store`.
 """
 
 from __future__ import annotations
@@ -31,15 +31,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._batch import simulate_batch
-from ._errors import MbdjaxError, SimulationError
-from ._integrate import simulate
-from ._params import checked_params, flatten_params, path_name, resolve_names, set_values
-from ._rk import repr_solver
-from ._sweep_store import SweepResult, load_sweep, open_folder
-from ._files import atomic_write
-from ._sweep_store import outputs_name, sha, fingerprint, write_manifest
-from .models._example import Example
+from .batch import simulate_batch
+from .._errors import MbdjaxError, SimulationError
+from .._integrate import simulate
+from .._params import checked_params, flatten_params, path_name, resolve_names, set_values
+from .._numerics.rk import repr_solver
+from .sweep_store import SweepResult, load_sweep, open_folder
+from .._files import atomic_write
+from .sweep_store import outputs_name, sha, fingerprint, write_manifest
+from ..models._example import Example
 
 
 # ------------------------------------------------------------------ identity of a sweep

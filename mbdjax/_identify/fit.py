@@ -28,13 +28,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._errors import MbdjaxError
-from ._integrate import simulate
-from ._params import float_params, get_values, path_name, resolve_names, set_values
-from ._redundancy import select_rows
-from ._sensitivity import output_function, initial_state
-from ._shooting import shooting_residual
-from ._tracing import CompiledCache
+from .._errors import MbdjaxError
+from .._integrate import simulate
+from .._params import float_params, get_values, path_name, resolve_names, set_values
+from .._redundancy import select_rows
+from .sensitivity import output_function, initial_state
+from .shooting import shooting_residual
+from .._tracing import CompiledCache
 
 #: Relative singular values below this are reported as not identifiable.
 IDENTIFIABILITY_TOL = 1e-6
@@ -402,7 +402,7 @@ def fit(model, data, params0=None, *, free: Sequence[str], outputs, q0, qd0, wei
             the relative step are both below it.
         shooting_segments: `S > 1` cuts the horizon into S segments whose initial
             states are fitted too, joined by continuity defects weighted
-            `continuity_weight` (multiple shooting, `mbdjax._shooting`): long or
+            `continuity_weight` (multiple shooting, `mbdjax._identify.shooting`): long or
             chaotic horizons stay trainable. Levenberg–Marquardt only.
         verbose: print a log line every `log_every` steps (loss, gradient norm).
         simulate_kwargs: passed to `simulate` (t0, formulation, solver, rtol, atol, …);

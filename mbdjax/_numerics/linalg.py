@@ -28,13 +28,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._blocktridiag import MAX_BLOCK, small_cholesky, small_cholesky_solve
+from .blocktridiag import MAX_BLOCK, small_cholesky, small_cholesky_solve
 
 SMALL_MAX = MAX_BLOCK
-"""Largest `m` whose definite solves use the unrolled Cholesky of `mbdjax._blocktridiag`
+"""Largest `m` whose definite solves use the unrolled Cholesky of `mbdjax._numerics.blocktridiag`
 instead of LAPACK: a few dozen scalar operations that XLA fuses, and no library call, so
 XLA's CPU backend can compile a simulation's whole step loop into one kernel
-(`mbdjax._xla_cpu`)."""
+(`mbdjax._numerics.xla_cpu`)."""
 
 
 def _cholesky(S):
@@ -50,7 +50,7 @@ def cholesky_diagonal(S):
     Built from `jnp` arithmetic only (a `fori_loop` of `m` rank-one updates of the
     trailing block, O(m³) in all): no library call, so a loop that holds it (the
     step-size guard's rarely taken branch, `mbdjax._singular`) can still be compiled
-    into one kernel (`mbdjax._xla_cpu`). Indices are one-hot masks, not scatters,
+    into one kernel (`mbdjax._numerics.xla_cpu`). Indices are one-hot masks, not scatters,
     which XLA also keeps out of such loops."""
     m = S.shape[-1]
     idx = jnp.arange(m)
