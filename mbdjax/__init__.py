@@ -42,7 +42,7 @@ _LAZY = {
     "Model": "._model",
     "AbstractFormulation": "._formulation", "Augmented": "._formulation",
     "AugmentedLagrangian": "._formulation", "MultiplierFree": "._formulation", "NullSpace": "._formulation",
-    "QuasiVelocity": "._formulation",
+    "QuasiVelocity": "._formulation", "Greenwood": "._formulation",
     "AbstractStabilization": "._stabilization", "Baumgarte": "._stabilization",
     "NoStabilization": "._stabilization", "Projection": "._stabilization",
     "Trajectory": "._trajectory",

@@ -165,6 +165,9 @@ class Model(eqx.Module):
         contacts: the rolling contacts of a spatial model (`mbdjax.spatial.Contacts`:
             each contact point and its velocity, read by
             `mbdjax.plotting.plot_contact_path`), or None.
+        bodies: the rigid bodies of a spatial model (`mbdjax.spatial.RigidBodies`:
+            each body's pose and velocities from `(q, q̇)`, its mass and inertia
+            tensor from the parameters, read by the `Greenwood` formulation), or None.
         structure_problems: problems of the model's structure that its front end
             found (a floating network node, a loop of effort sources), reported by
             `check`.
@@ -209,6 +212,7 @@ class Model(eqx.Module):
     switching: Any = eqx.field(static=True, default=None)
     network: Any = eqx.field(static=True, default=None)
     contacts: Any = eqx.field(static=True, default=None)
+    bodies: Any = eqx.field(static=True, default=None)
     structure_problems: tuple[str, ...] = eqx.field(static=True, default=())
     coordinate_units: tuple[str | None, ...] | None = eqx.field(static=True, default=None)
     singularity_fn: Callable | None = eqx.field(static=True, default=None)
@@ -240,6 +244,7 @@ class Model(eqx.Module):
         switching=None,
         network=None,
         contacts=None,
+        bodies=None,
         structure_problems=(),
         coordinate_units=None,
         validate_at=None,
@@ -306,6 +311,7 @@ class Model(eqx.Module):
         self.switching = switching
         self.network = network
         self.contacts = contacts
+        self.bodies = bodies
         self.structure_problems = tuple(str(x) for x in structure_problems)
         self.coordinate_units = None if coordinate_units is None else tuple(coordinate_units)
         self.singularity_fn = singularity

@@ -109,3 +109,11 @@ def test_only_one_way_to_give_u():
         mbd.QuasiVelocity(definition=lambda q, qd, t, p: qd[:1], independent=("x",))
     with pytest.raises(ValueError, match="offset"):
         mbd.QuasiVelocity(offset=lambda q, t, p: q)
+
+
+def test_greenwood_needs_a_body_table(pendulum):
+    """`formulation="greenwood"` sums over the model's rigid bodies (`Model.bodies`, which
+    `spatial.Mechanism` records); a hand-written Model has none, and the error says so
+    and names the formulation that needs only the Lagrangian."""
+    with pytest.raises(mbd.SimulationError, match="no body table.*quasi_velocity"):
+        mbd.simulate(pendulum, jnp.array([1.0, 0.0]), jnp.zeros(2), t1=0.1, formulation="greenwood")

@@ -8,15 +8,17 @@ from .._errors import SimulationError
 from .augmented import Augmented
 from .augmented_lagrangian import AugmentedLagrangian
 from .base import AbstractFormulation
+from .greenwood import Greenwood
 from .multiplier_free import MultiplierFree
 from .nullspace import NullSpace
 from .quasi_velocity import QuasiVelocity
 
-__all__ = ["AbstractFormulation", "Augmented", "AugmentedLagrangian", "MultiplierFree", "NullSpace", "QuasiVelocity", "resolve_formulation"]
+__all__ = ["AbstractFormulation", "Augmented", "AugmentedLagrangian", "Greenwood", "MultiplierFree", "NullSpace",
+           "QuasiVelocity", "resolve_formulation"]
 
 #: name accepted by `simulate(formulation=...)` -> formulation class
 _REGISTRY = {"augmented": Augmented, "nullspace": NullSpace, "multiplier_free": MultiplierFree,
-             "quasi_velocity": QuasiVelocity, "augmented_lagrangian": AugmentedLagrangian}
+             "quasi_velocity": QuasiVelocity, "augmented_lagrangian": AugmentedLagrangian, "greenwood": Greenwood}
 
 
 def resolve_formulation(formulation):

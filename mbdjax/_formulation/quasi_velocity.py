@@ -17,6 +17,7 @@ quasi-velocities); Kane's equations; THEORY §5.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import equinox as eqx
@@ -122,7 +123,7 @@ class QuasiVelocity(AbstractFormulation):
                 check_names(model, self.independent, model.n - model.m, "QuasiVelocity", "independent")
                 part = self._partition(model).prepare(model, p, q0, t0)
             ind = tuple(c for c in model.coordinates if c not in part.dependent)
-            return QuasiVelocity(independent=ind, growth=self.growth, max_partitions=self.max_partitions)
+            return dataclasses.replace(self, independent=ind)   # a subclass keeps its own fields
         if is_concrete(p, q0, t0):
             W, w0 = self.map(model, q0, t0, p)
             if W.ndim != 2 or W.shape[0] != model.n or w0.shape != (model.n,):

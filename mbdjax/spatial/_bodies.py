@@ -9,6 +9,7 @@ orientation: 3-1-3 Euler angles `(phi, theta, psi)` or Euler parameters
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import jax.numpy as jnp
 
@@ -93,3 +94,30 @@ def pose(slot, q, qd=None):
     v, od = slot.split(qd)
     w_body = rate_matrix(slot.orientation, o, "body") @ od
     return Pose(r, R, v, R @ w_body, w_body)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class RigidBodies:
+    """The rigid bodies of a model built by `spatial.Mechanism` (`Model.bodies`), as the
+    body-level equations (`mbdjax.Greenwood`) read them.
+
+    Attributes:
+        names: the bodies, in declaration order (ground excluded).
+        poses: `fn(q, qd=None) -> {body: Pose}` (ground included).
+
+    Example:
+
+        >>> from mbdjax import models
+        >>> ex = models.heavy_top()
+        >>> table = ex.model.bodies
+        >>> table.names, table.poses(ex.q0, ex.qd0)["top"].w_body.shape, table.inertia(ex.model.params, "top")[1].shape
+        (('top',), (3,), (3, 3))
+    """
+
+    names: tuple
+    poses: Callable
+
+    def inertia(self, p, body):
+        """`(m, J (3, 3))`: the mass and the inertia tensor about the mass centre in
+        body axes of `body` under parameters `p`."""
+        return p[body]["mass"], p[body]["inertia"]

@@ -18,7 +18,7 @@ from .._model import Model, sample_point
 from .._tracing import device_array
 from . import _contact as ct
 from . import _forces as fe
-from ._bodies import GROUND, BodySlot, pose
+from ._bodies import GROUND, BodySlot, RigidBodies, pose
 from ._joints import KINDS
 
 
@@ -187,7 +187,7 @@ def compile_mechanism(mech, validate_at=None):
     problems = _check_user_functions(mech, params, q_generic)
     if problems:
         raise ModelError(problems)
-    fns, _ = _functions(mech, slots)
+    fns, fns_poses = _functions(mech, slots)
     hol_names, non_names = _rows(mech, slots)
     margin, margin_names = euler_singularity(slots)
     metadata = {
@@ -210,6 +210,7 @@ def compile_mechanism(mech, validate_at=None):
         nonholonomic_names=non_names or None,
         params=params,
         metadata=metadata,
+        bodies=RigidBodies(tuple(mech.bodies), fns_poses),
         contacts=ct.Contacts(kinds={c.name: c.kind for c in mech._contacts},
                           bodies={c.name: c.body for c in mech._contacts},
                           kinematics={c.name: _contact_fn(c, slots[c.body]) for c in mech._contacts})
