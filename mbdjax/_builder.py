@@ -54,6 +54,15 @@ class Builder:
     def __init__(self):
         self._problems: list[str] = []
 
+    def _build(self, problems, compile_model, *args):
+        """The Model of this description, `compile_model(self, *args)`, once `problems`
+        (every problem the front end's checks found in it) is empty; otherwise a
+        `ModelError` listing them all. Every front end's `build` is this call with its
+        own checks and compiler."""
+        if problems:
+            raise ModelError(problems)
+        return compile_model(self, *args)
+
     def _vector(self, label, value, shape):
         try:
             arr = np.asarray(value, dtype=float)

@@ -9,7 +9,6 @@ import jax
 import jax.numpy as jnp
 
 from .._builder import Builder
-from .._errors import ModelError
 from ._compile import compile_network
 from ._domains import DOMAINS, GROUND
 from ._laws import THERMAL_VOLTAGE
@@ -385,7 +384,5 @@ class Network(Builder):
         Raises:
             ModelError: listing every problem found in the description.
         """
-        problems = validate(self, mechanism, attach or {})
-        if problems:
-            raise ModelError(problems)
-        return compile_network(self, mechanism, dict(attach or {}))
+        attach = dict(attach or {})
+        return self._build(validate(self, mechanism, attach), compile_network, mechanism, attach)

@@ -7,7 +7,6 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from .._builder import MechanismBuilder
-from .._errors import ModelError
 from ._compile import compile_mechanism
 from ._joints import COORDINATE_AXES, JointSpec
 from ._validate import validate
@@ -242,7 +241,4 @@ class Mechanism(MechanismBuilder):
         Raises:
             ModelError: listing every problem found in the description.
         """
-        problems = validate(self)
-        if problems:
-            raise ModelError(problems)
-        return compile_mechanism(self, validate_at)
+        return self._build(validate(self), compile_mechanism, validate_at)

@@ -8,7 +8,6 @@ from collections.abc import Callable
 import numpy as np
 
 from .._builder import MechanismBuilder
-from .._errors import ModelError
 from ._bodies import ORIENTATIONS, POSITION
 from ._compile import compile_mechanism
 from ._contact import ContactSpec
@@ -235,10 +234,7 @@ class Mechanism(MechanismBuilder):
         Raises:
             ModelError: listing every problem found in the description.
         """
-        problems = validate(self)
-        if problems:
-            raise ModelError(problems)
-        return compile_mechanism(self, validate_at)
+        return self._build(validate(self), compile_mechanism, validate_at)
 
 
 def _numeric(x):
