@@ -254,46 +254,17 @@ class Model(eqx.Module):
         singularity_advice="",
         param_bounds=None,
     ):
-        problems: list[str] = []
-        if isinstance(coordinates, str):
-            coordinates = (coordinates,)
-        coordinates = tuple(coordinates)
-        if len(coordinates) == 0:
-            problems.append("Model: `coordinates` is empty; give at least one name.")
-        bad = [c for c in coordinates if not isinstance(c, str) or not c]
-        if bad:
-            problems.append(f"Model: coordinate names must be non-empty strings, got {bad!r}.")
-        dup = sorted({c for c in coordinates if coordinates.count(c) > 1})
-        if dup:
-            problems.append(f"Model: duplicate coordinate names {dup}; each must be unique.")
-        given = [k for k, v in zip(_INERTIA_KINDS, (mass_matrix, kinetic_energy, mass_diagonal)) if v is not None]
-        if len(given) != 1:
-            problems.append(
-                "Model: give exactly one of `mass_matrix=`, `kinetic_energy=` or "
-                f"`mass_diagonal=` (got {given or 'none'})."
-            )
-        for label, fn in (
-            ("mass_matrix", mass_matrix), ("kinetic_energy", kinetic_energy),
-            ("mass_diagonal", mass_diagonal), ("forces", forces), ("potential", potential),
-            ("dissipation", dissipation), ("holonomic", holonomic),
-            ("holonomic_jacobian", holonomic_jacobian), ("nonholonomic", nonholonomic),
-        ):
-            if fn is not None and not callable(fn):
-                problems.append(f"Model: `{label}` must be a function, got {type(fn).__name__}.")
-        if holonomic_jacobian is not None and holonomic is None:
-            problems.append("Model: `holonomic_jacobian` given without `holonomic`.")
-        if (jacobian_pattern is None) != (holonomic_jacobian_values is None):
-            problems.append("Model: give `jacobian_pattern` and `holonomic_jacobian_values` together.")
-        if holonomic_jacobian_values is not None and holonomic is None:
-            problems.append("Model: `holonomic_jacobian_values` given without `holonomic`.")
-        if coordinate_units is not None and len(tuple(coordinate_units)) != len(coordinates):
-            problems.append(f"Model: `coordinate_units` has {len(tuple(coordinate_units))} entries for "
-                            f"{len(coordinates)} coordinates; give one unit (or None) per coordinate.")
+        coordinates = tuple((coordinates,) if isinstance(coordinates, str) else coordinates)
+        fns = {"mass_matrix": mass_matrix, "kinetic_energy": kinetic_energy, "mass_diagonal": mass_diagonal,
+               "forces": forces, "potential": potential, "dissipation": dissipation, "holonomic": holonomic,
+               "holonomic_jacobian": holonomic_jacobian, "holonomic_jacobian_values": holonomic_jacobian_values,
+               "nonholonomic": nonholonomic, "singularity": singularity}
+        problems = _argument_problems(coordinates, fns, jacobian_pattern, coordinate_units)
         if problems:
             raise ModelError(problems)
 
         self.coordinates = coordinates
-        self.inertia_kind = given[0]
+        self.inertia_kind = next(k for k in _INERTIA_KINDS if fns[k] is not None)
         self.params = _params_tree(params)
         self.mass_matrix_fn = mass_matrix
         self.kinetic_energy_fn = kinetic_energy
@@ -304,7 +275,6 @@ class Model(eqx.Module):
         self.holonomic_fn = holonomic
         self.holonomic_jacobian_fn = holonomic_jacobian
         self.holonomic_jacobian_values_fn = holonomic_jacobian_values
-        self.jacobian_pattern = None
         self.nonholonomic_fn = nonholonomic
         self.reaction_fns = dict(reactions) if reactions else None
         self.metadata = dict(metadata) if metadata else None
@@ -323,155 +293,26 @@ class Model(eqx.Module):
             if outside:
                 raise ModelError([f"Model: {p}." for p in outside])
 
+        # Every function evaluated once at a generic state: shapes, finiteness, the
+        # given derivatives against autodiff, and the row counts.
         n = len(coordinates)
         q = sample_point(n) if validate_at is None else jnp.asarray(validate_at, dtype=float)
-        qd = sample_point(n, scale=0.2, phase=0.4)
-        t = device_array(0.1)
-        p = self.params
         if q.shape != (n,):
             raise ModelError(f"Model: `validate_at` has shape {q.shape}, expected ({n},).")
-
-        # Every function, and the derivatives the checks below compare with, evaluated
-        # in one compiled program (kept in the persistent compilation cache), instead
-        # of one program each; when it cannot be traced, each function is evaluated
-        # alone below, so the one that fails is named.
-        def probe(q, qd, t, p):
-            out = {}
-            for label, fn, args in (
-                ("mass_matrix", mass_matrix, (q, t, p)), ("kinetic_energy", kinetic_energy, (q, qd, t, p)),
-                ("mass_diagonal", mass_diagonal, (p,)), ("forces", forces, (q, qd, t, p)),
-                ("potential", potential, (q, t, p)), ("dissipation", dissipation, (q, qd, t, p)),
-                ("holonomic", holonomic, (q, t, p)), ("holonomic_jacobian", holonomic_jacobian, (q, t, p)),
-                ("holonomic_jacobian_values", holonomic_jacobian_values, (q, t, p)),
-                ("nonholonomic", nonholonomic, (q, qd, t, p)), ("singularity", singularity, (q,)),
-            ):
-                if fn is not None:
-                    out[label] = jnp.asarray(fn(*args))
-            if holonomic is not None and (holonomic_jacobian is not None or holonomic_jacobian_values is not None):
-                out["holonomic: jacobian"] = jax.jacfwd(lambda x: jnp.asarray(holonomic(x, t, p)))(q)
-            if nonholonomic is not None:
-                out["nonholonomic: hessian"] = jax.jacfwd(jax.jacfwd(
-                    lambda v: jnp.asarray(nonholonomic(q, v, t, p))))(qd)
-            return out
-
-        try:
-            probed = one_shot_jit(probe)(q, qd, t, p)
-        except Exception:  # noqa: BLE001 - each function is tried alone below, and named
-            probed = None
-
-        def evaluate(label, fn, *args):
-            if probed is not None:
-                return probed[label]
-            # Compiled, as every use of the function will be, and a function that
-            # cannot be traced is named here.
-            try:
-                out = one_shot_jit(lambda *a: jnp.asarray(fn(*a)))(*args)
-            except Exception as err:  # noqa: BLE001 - reported with context
-                problems.append(f"Model: `{label}` raised {type(err).__name__}: {first_line(err)}{call_advice(err, p)}")
-                return None
-            return out
-
-        def derivative(label, make, x):
-            return probed[label] if probed is not None else one_shot_jit(make())(x)
-
-        def expect(label, out, shape):
-            if out is None:
-                return False
-            if out.shape != shape:
-                problems.append(f"Model: `{label}` returned shape {out.shape}, expected {shape}.")
-                return False
-            if not np.all(np.isfinite(np.asarray(out))):
-                problems.append(
-                    f"Model: `{label}` is not finite at the sample configuration; fix the "
-                    "function or pass `validate_at=` a regular configuration."
-                )
-                return False
-            return True
-
-        if mass_matrix is not None:
-            expect("mass_matrix", evaluate("mass_matrix", mass_matrix, q, t, p), (n, n))
-        if kinetic_energy is not None:
-            expect("kinetic_energy", evaluate("kinetic_energy", kinetic_energy, q, qd, t, p), ())
-        if mass_diagonal is not None:
-            expect("mass_diagonal", evaluate("mass_diagonal", mass_diagonal, p), (n,))
-        if forces is not None:
-            expect("forces", evaluate("forces", forces, q, qd, t, p), (n,))
-        if potential is not None:
-            expect("potential", evaluate("potential", potential, q, t, p), ())
-        if dissipation is not None:
-            expect("dissipation", evaluate("dissipation", dissipation, q, qd, t, p), ())
-
-        m_h = 0
-        if holonomic is not None:
-            out = evaluate("holonomic", holonomic, q, t, p)
-            if out is not None and out.ndim == 1:
-                m_h = out.shape[0]
-                expect("holonomic", out, (m_h,))
-            elif out is not None:
-                problems.append(f"Model: `holonomic` must return a vector, got shape {out.shape}.")
-            if holonomic_jacobian is not None and m_h:
-                jac = evaluate("holonomic_jacobian", holonomic_jacobian, q, t, p)
-                if expect("holonomic_jacobian", jac, (m_h, n)):
-                    ref = derivative("holonomic: jacobian",
-                                     lambda: jax.jacfwd(lambda x: jnp.asarray(holonomic(x, t, p))), q)
-                    if not np.allclose(np.asarray(jac), np.asarray(ref), rtol=1e-6, atol=1e-9):
-                        problems.append(
-                            "Model: `holonomic_jacobian` does not match the derivative of "
-                            "`holonomic`; omit it to use autodiff."
-                        )
-            if holonomic_jacobian_values is not None and m_h:
-                pattern = jacobian_pattern
-                if not isinstance(pattern, JacobianPattern):
-                    try:
-                        pattern = JacobianPattern(pattern[0], pattern[1], (m_h, n))
-                    except (ValueError, TypeError, IndexError) as err:
-                        problems.append(f"Model: bad `jacobian_pattern`: {err}")
-                        pattern = None
-                if pattern is not None and pattern.shape != (m_h, n):
-                    problems.append(f"Model: `jacobian_pattern` has shape {pattern.shape}, expected {(m_h, n)}.")
-                    pattern = None
-                if pattern is not None:
-                    vals = evaluate("holonomic_jacobian_values", holonomic_jacobian_values, q, t, p)
-                    if expect("holonomic_jacobian_values", vals, (pattern.nnz,)):
-                        ref = derivative("holonomic: jacobian",
-                                         lambda: jax.jacfwd(lambda x: jnp.asarray(holonomic(x, t, p))), q)
-                        if not np.allclose(pattern.dense_on_host(vals), np.asarray(ref), rtol=1e-6, atol=1e-9):
-                            problems.append(
-                                "Model: `holonomic_jacobian_values` (with `jacobian_pattern`) do not "
-                                "match the derivative of `holonomic`."
-                            )
-                    self.jacobian_pattern = pattern
-        self.constraint_names = _row_names("constraint_names", constraint_names, m_h, "phi", problems)
-
-        m_n = 0
-        if nonholonomic is not None:
-            out = evaluate("nonholonomic", nonholonomic, q, qd, t, p)
-            if out is not None and out.ndim == 1:
-                m_n = out.shape[0]
-                if expect("nonholonomic", out, (m_n,)):
-                    hess = derivative("nonholonomic: hessian", lambda: jax.jacfwd(jax.jacfwd(
-                        lambda v: jnp.asarray(nonholonomic(q, v, t, p)))), qd)
-                    if float(np.max(np.abs(np.asarray(hess)), initial=0.0)) > 1e-9:
-                        problems.append(
-                            "Model: `nonholonomic` must be affine in qd (A(q,t) qd + a(q,t)); "
-                            "its second derivative with respect to qd is not zero."
-                        )
-            elif out is not None:
-                problems.append(f"Model: `nonholonomic` must return a vector, got shape {out.shape}.")
-        self.nonholonomic_names = _row_names("nonholonomic_names", nonholonomic_names, m_n, "nh", problems)
-        self.singularity_names = ()
-        if singularity is not None:
-            out = evaluate("singularity", singularity, q)
-            if out is not None and out.ndim == 1:
-                self.singularity_names = _row_names("singularity_names", singularity_names, out.shape[0],
-                                                    "singular", problems)
-            elif out is not None:
-                problems.append(f"Model: `singularity` must return a vector of margins, got shape {out.shape}.")
+        probe = _Probe(fns, q, sample_point(n, scale=0.2, phase=0.4), device_array(0.1), self.params)
+        probe.check_inertia_and_forces(n)
+        m_h, self.jacobian_pattern = probe.holonomic(n, jacobian_pattern)
+        self.constraint_names = _row_names("constraint_names", constraint_names, m_h, "phi", probe.problems)
+        m_n = probe.nonholonomic()
+        self.nonholonomic_names = _row_names("nonholonomic_names", nonholonomic_names, m_n, "nh", probe.problems)
+        k = probe.margins()
+        self.singularity_names = () if k is None else _row_names("singularity_names", singularity_names, k,
+                                                                 "singular", probe.problems)
         clash = sorted(set(self.constraint_names) & set(self.nonholonomic_names))
         if clash:
-            problems.append(f"Model: names {clash} are used for both holonomic and nonholonomic rows.")
-        if problems:
-            raise ModelError(problems)
+            probe.problems.append(f"Model: names {clash} are used for both holonomic and nonholonomic rows.")
+        if probe.problems:
+            raise ModelError(probe.problems)
 
     def singular_coordinates(self, q, params=None):
         """`[(name, margin), ...]` of the coordinate singularities within
@@ -546,6 +387,190 @@ class Model(eqx.Module):
         """Total mechanical energy `T + V` (scalar)."""
         return dyn.energy(self, q, qd, t, self.resolve_params(params))
 
+
+
+def _argument_problems(coordinates, fns, jacobian_pattern, coordinate_units):
+    """Every problem of `Model`'s arguments that shows without calling them: the
+    coordinate names, one way of giving the inertia, functions where functions are
+    due, the Jacobian's companions and the units' count."""
+    problems = []
+    if len(coordinates) == 0:
+        problems.append("Model: `coordinates` is empty; give at least one name.")
+    bad = [c for c in coordinates if not isinstance(c, str) or not c]
+    if bad:
+        problems.append(f"Model: coordinate names must be non-empty strings, got {bad!r}.")
+    dup = sorted({c for c in coordinates if coordinates.count(c) > 1})
+    if dup:
+        problems.append(f"Model: duplicate coordinate names {dup}; each must be unique.")
+    given = [k for k in _INERTIA_KINDS if fns[k] is not None]
+    if len(given) != 1:
+        problems.append(
+            "Model: give exactly one of `mass_matrix=`, `kinetic_energy=` or "
+            f"`mass_diagonal=` (got {given or 'none'})."
+        )
+    for label in ("mass_matrix", "kinetic_energy", "mass_diagonal", "forces", "potential", "dissipation",
+                  "holonomic", "holonomic_jacobian", "nonholonomic"):
+        if fns[label] is not None and not callable(fns[label]):
+            problems.append(f"Model: `{label}` must be a function, got {type(fns[label]).__name__}.")
+    if fns["holonomic_jacobian"] is not None and fns["holonomic"] is None:
+        problems.append("Model: `holonomic_jacobian` given without `holonomic`.")
+    if (jacobian_pattern is None) != (fns["holonomic_jacobian_values"] is None):
+        problems.append("Model: give `jacobian_pattern` and `holonomic_jacobian_values` together.")
+    if fns["holonomic_jacobian_values"] is not None and fns["holonomic"] is None:
+        problems.append("Model: `holonomic_jacobian_values` given without `holonomic`.")
+    if coordinate_units is not None and len(tuple(coordinate_units)) != len(coordinates):
+        problems.append(f"Model: `coordinate_units` has {len(tuple(coordinate_units))} entries for "
+                        f"{len(coordinates)} coordinates; give one unit (or None) per coordinate.")
+    return problems
+
+
+#: the arguments each model function takes at the sample state (q, v = q̇, t, p)
+_SIGNATURES = {"mass_matrix": "qtp", "kinetic_energy": "qvtp", "mass_diagonal": "p", "forces": "qvtp",
+               "potential": "qtp", "dissipation": "qvtp", "holonomic": "qtp", "holonomic_jacobian": "qtp",
+               "holonomic_jacobian_values": "qtp", "nonholonomic": "qvtp", "singularity": "q"}
+
+
+class _Probe:
+    """A Model's functions evaluated at one generic state `(q, q̇, t, p)`, for the checks
+    at construction; `problems` collects what they find.
+
+    Every function, and the derivatives the checks compare with, run in one compiled
+    program (kept in the persistent compilation cache) instead of one program each;
+    when that program cannot be traced, each function is evaluated alone, so the one
+    that fails is named."""
+
+    def __init__(self, fns, q, qd, t, p):
+        self.fns = {k: f for k, f in fns.items() if f is not None}
+        self.q, self.qd, self.t, self.p = q, qd, t, p
+        self.problems = []
+        try:
+            self.probed = one_shot_jit(self._all)(q, qd, t, p)
+        except Exception:  # noqa: BLE001 - each function is tried alone, and named
+            self.probed = None
+
+    def _args(self, label, q, qd, t, p):
+        return tuple({"q": q, "v": qd, "t": t, "p": p}[c] for c in _SIGNATURES[label])
+
+    def _all(self, q, qd, t, p):
+        out = {label: jnp.asarray(fn(*self._args(label, q, qd, t, p))) for label, fn in self.fns.items()}
+        holonomic, nonholonomic = self.fns.get("holonomic"), self.fns.get("nonholonomic")
+        if holonomic is not None and ("holonomic_jacobian" in self.fns or "holonomic_jacobian_values" in self.fns):
+            out["holonomic: jacobian"] = jax.jacfwd(lambda x: jnp.asarray(holonomic(x, t, p)))(q)
+        if nonholonomic is not None:
+            out["nonholonomic: hessian"] = jax.jacfwd(jax.jacfwd(lambda v: jnp.asarray(nonholonomic(q, v, t, p))))(qd)
+        return out
+
+    def evaluate(self, label):
+        """The value of function `label` at the sample state, or None (and a problem)."""
+        if self.probed is not None:
+            return self.probed[label]
+        # Compiled, as every use of the function will be, and a function that cannot
+        # be traced is named here.
+        try:
+            return one_shot_jit(lambda *a: jnp.asarray(self.fns[label](*a)))(
+                *self._args(label, self.q, self.qd, self.t, self.p))
+        except Exception as err:  # noqa: BLE001 - reported with context
+            self.problems.append(f"Model: `{label}` raised {type(err).__name__}: {first_line(err)}"
+                                 f"{call_advice(err, self.p)}")
+            return None
+
+    def _jacobian(self):
+        if self.probed is not None:
+            return self.probed["holonomic: jacobian"]
+        holonomic, t, p = self.fns["holonomic"], self.t, self.p
+        return one_shot_jit(jax.jacfwd(lambda x: jnp.asarray(holonomic(x, t, p))))(self.q)
+
+    def _hessian(self):
+        if self.probed is not None:
+            return self.probed["nonholonomic: hessian"]
+        nonholonomic, q, t, p = self.fns["nonholonomic"], self.q, self.t, self.p
+        return one_shot_jit(jax.jacfwd(jax.jacfwd(lambda v: jnp.asarray(nonholonomic(q, v, t, p)))))(self.qd)
+
+    def expect(self, label, out, shape):
+        """Whether `out` has `shape` and is finite (else a problem)."""
+        if out is None:
+            return False
+        if out.shape != shape:
+            self.problems.append(f"Model: `{label}` returned shape {out.shape}, expected {shape}.")
+            return False
+        if not np.all(np.isfinite(np.asarray(out))):
+            self.problems.append(
+                f"Model: `{label}` is not finite at the sample configuration; fix the "
+                "function or pass `validate_at=` a regular configuration."
+            )
+            return False
+        return True
+
+    def check_inertia_and_forces(self, n):
+        """The inertia (M, T or the diagonal) and the applied forces, V and D."""
+        for label, shape in (("mass_matrix", (n, n)), ("kinetic_energy", ()), ("mass_diagonal", (n,)),
+                             ("forces", (n,)), ("potential", ()), ("dissipation", ())):
+            if label in self.fns:
+                self.expect(label, self.evaluate(label), shape)
+
+    def _vector(self, label, what="a vector"):
+        """`(k,)` of function `label`'s vector value, or None (and a problem)."""
+        out = self.evaluate(label)
+        if out is not None and out.ndim != 1:
+            self.problems.append(f"Model: `{label}` must return {what}, got shape {out.shape}.")
+            return None
+        return out
+
+    def holonomic(self, n, jacobian_pattern):
+        """`(m_h, JacobianPattern or None)`: the holonomic rows, and the given Jacobian
+        (dense, or its pattern and nonzeros) against autodiff."""
+        if "holonomic" not in self.fns:
+            return 0, None
+        out = self._vector("holonomic")
+        if out is None:
+            return 0, None
+        m_h = out.shape[0]
+        self.expect("holonomic", out, (m_h,))
+        if "holonomic_jacobian" in self.fns and m_h:
+            jac = self.evaluate("holonomic_jacobian")
+            if self.expect("holonomic_jacobian", jac, (m_h, n)) and not np.allclose(
+                    np.asarray(jac), np.asarray(self._jacobian()), rtol=1e-6, atol=1e-9):
+                self.problems.append("Model: `holonomic_jacobian` does not match the derivative of "
+                                     "`holonomic`; omit it to use autodiff.")
+        if "holonomic_jacobian_values" not in self.fns or not m_h:
+            return m_h, None
+        pattern = jacobian_pattern
+        if not isinstance(pattern, JacobianPattern):
+            try:
+                pattern = JacobianPattern(pattern[0], pattern[1], (m_h, n))
+            except (ValueError, TypeError, IndexError) as err:
+                self.problems.append(f"Model: bad `jacobian_pattern`: {err}")
+                return m_h, None
+        if pattern.shape != (m_h, n):
+            self.problems.append(f"Model: `jacobian_pattern` has shape {pattern.shape}, expected {(m_h, n)}.")
+            return m_h, None
+        vals = self.evaluate("holonomic_jacobian_values")
+        if self.expect("holonomic_jacobian_values", vals, (pattern.nnz,)) and not np.allclose(
+                pattern.dense_on_host(vals), np.asarray(self._jacobian()), rtol=1e-6, atol=1e-9):
+            self.problems.append("Model: `holonomic_jacobian_values` (with `jacobian_pattern`) do not "
+                                 "match the derivative of `holonomic`.")
+        return m_h, pattern
+
+    def nonholonomic(self):
+        """`m_n`: the nonholonomic rows, checked affine in q̇."""
+        if "nonholonomic" not in self.fns:
+            return 0
+        out = self._vector("nonholonomic")
+        if out is None:
+            return 0
+        m_n = out.shape[0]
+        if self.expect("nonholonomic", out, (m_n,)) and float(
+                np.max(np.abs(np.asarray(self._hessian())), initial=0.0)) > 1e-9:
+            self.problems.append("Model: `nonholonomic` must be affine in qd (A(q,t) qd + a(q,t)); "
+                                 "its second derivative with respect to qd is not zero.")
+        return m_n
+
+    def margins(self):
+        """The number of coordinate-singularity margins, or None."""
+        if "singularity" not in self.fns:
+            return None
+        out = self._vector("singularity", "a vector of margins")
+        return None if out is None else out.shape[0]
 
 def _row_names(label, names, m, prefix, problems):
     if names is None:
