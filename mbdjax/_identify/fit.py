@@ -434,6 +434,62 @@ def fit(model, data, params0=None, *, free: Sequence[str], outputs, q0, qd0, wei
     if "adjoint" in simulate_kwargs or "throw" in simulate_kwargs:
         raise MbdjaxError("fit: the adjoint and failure handling are chosen by the optimizer; do not pass "
                           "`adjoint=` or `throw=`.")
+    problem = _problem(model, data, params0, free, outputs, q0, qd0, weights, bounds, simulate_kwargs)
+    S = int(shooting_segments)
+    if S < 1 or S > problem.ts.shape[0]:
+        raise MbdjaxError(f"fit: shooting_segments must be between 1 and the number of data times "
+                          f"({problem.ts.shape[0]}), got {shooting_segments}.")
+    if S > 1 and optimizer is not None:
+        raise MbdjaxError("fit: multiple shooting (shooting_segments > 1) uses Levenberg–Marquardt; "
+                          "leave optimizer=None.")
+    residual, residual_and_jacobian, stages, rows, z = _residuals(problem, outputs, S, continuity_weight)
+    check_jacobian = _jacobian_check(problem, S)
+    if optimizer is None:
+        history, n_steps = [], 0
+        for rho in stages:      # continuity weight raised in stages (multiple shooting)
+            z, r, J, hist, converged, k = _levenberg_marquardt(
+                lambda zz: residual(zz, rho), lambda zz: residual_and_jacobian(zz, rho), z, steps, tol,
+                verbose, log_every, check_jacobian)
+            history += hist if not history else hist[1:]
+            n_steps += k
+    else:
+        z, history, converged, n_steps = _optax_steps(problem, optimizer, z, steps, tol, verbose, log_every,
+                                                      lambda zz: check_jacobian(residual_and_jacobian(zz, 1.0)[1], zz))
+        r, J = residual_and_jacobian(z, 1.0)
+        check_jacobian(J, z)
+    return _result(problem, z, r, J, S, rows, weights is None, history, n_steps, converged)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Problem:
+    """A fit's inputs, normalised: the model and its start, the free parameters and their
+    reparametrisation, the outputs and the data on their times, the weights and the
+    simulation settings of the trial runs."""
+
+    model: object
+    p0: dict
+    q0: object
+    qd0: object
+    paths: tuple
+    names: tuple
+    fn: object                 # outputs: fn(traj) -> (T, k)
+    ts: jax.Array              # (T,) data times
+    d: jax.Array               # (T, k) data
+    w: jax.Array               # (T, k) weights
+    theta0: np.ndarray         # (P,) start values of the free parameters
+    to_free: object
+    from_free: object
+    kinds: tuple
+    simulate_kwargs: dict
+
+    @property
+    def P(self):
+        return len(self.names)
+
+
+def _problem(model, data, params0, free, outputs, q0, qd0, weights, bounds, simulate_kwargs):
+    """The `_Problem` of a fit, every input checked (`MbdjaxError` naming the part), and
+    the trial runs' step limit set from the start's run."""
     p0 = float_params(model, params0, "fit")
     simulate_kwargs = _with_start_rows(model, q0, qd0, p0, simulate_kwargs)
     paths = resolve_names(p0, free, "fit")
@@ -450,132 +506,129 @@ def fit(model, data, params0=None, *, free: Sequence[str], outputs, q0, qd0, wei
         w = jnp.broadcast_to(jnp.asarray(weights, dtype=float), d.shape)
         if not bool(jnp.all(jnp.isfinite(w)) & jnp.all(w >= 0)):
             raise MbdjaxError("fit: weights must be finite and non-negative.")
-
-    forward = diffrax.ForwardMode()
     y_start, traj = _outputs_at_data(model, fn, paths, q0, simulate_kwargs)(jnp.asarray(theta0), p0, q0, qd0, ts,
-                                                                           forward)
-    start_steps = int(np.sum(np.asarray(traj.num_steps)))
+                                                                           diffrax.ForwardMode())
     if "max_steps" not in simulate_kwargs:
         # A trial far off (a stiff or singular motion) fails fast instead of running
         # the default 100 000 steps: 16× the start's steps, a power of two (so that
         # fits from nearby starts share the compilation), at least 4096.
-        simulate_kwargs = {**simulate_kwargs, "max_steps": trial_max_steps(start_steps)}
+        simulate_kwargs = {**simulate_kwargs, "max_steps": trial_max_steps(int(np.sum(np.asarray(traj.num_steps))))}
     if y_start.shape != d.shape:
         raise MbdjaxError(f"fit: the outputs have shape {tuple(y_start.shape)} at the data times but the data "
                           f"values have shape {tuple(d.shape)}; give one data column per output.")
+    return _Problem(model, p0, q0, qd0, paths, names, fn, ts, d, w, theta0, to_free, from_free, kinds,
+                    simulate_kwargs)
 
-    P = len(names)
-    S = int(shooting_segments)
-    if S < 1 or S > ts.shape[0]:
-        raise MbdjaxError(f"fit: shooting_segments must be between 1 and the number of data times "
-                          f"({ts.shape[0]}), got {shooting_segments}.")
+
+def _residuals(problem, outputs, S, continuity_weight):
+    """`(residual(z, ρ), residual_and_jacobian(z, ρ), stages of ρ, (rows of data,
+    values of data), z0)`: single shooting over the whole horizon, or `S` segments whose
+    starts join `z` and whose continuity defects weigh `ρ` (raised in stages up to
+    `continuity_weight`)."""
+    pb = problem
+    z0 = pb.to_free(jnp.asarray(pb.theta0))
     if S > 1:
-        if optimizer is not None:
-            raise MbdjaxError("fit: multiple shooting (shooting_segments > 1) uses Levenberg–Marquardt; "
-                              "leave optimizer=None.")
         shoot, shoot_jac, initial_states, n_rows, n_real = shooting_residual(
-            model, fn, p0, paths, from_free, P, q0, qd0,
-            t_data, d, w, S, simulate_kwargs.get("t0", 0.0), forward,
-            {k: v for k, v in simulate_kwargs.items() if k != "t0"})
-        residual = jax.jit(shoot)
+            pb.model, pb.fn, pb.p0, pb.paths, pb.from_free, pb.P, pb.q0, pb.qd0,
+            np.asarray(pb.ts), pb.d, pb.w, S, pb.simulate_kwargs.get("t0", 0.0), diffrax.ForwardMode(),
+            {k: v for k, v in pb.simulate_kwargs.items() if k != "t0"})
         target = float(continuity_weight)
         if not target > 0:
             raise MbdjaxError(f"fit: continuity_weight must be positive, got {continuity_weight}.")
         stages = [min(10.0 ** k, target) for k in range(int(np.ceil(np.log10(max(target, 1.0)))) + 1)]
-        residual_and_jacobian = jax.jit(shoot_jac)
-    else:
-        n_rows = n_real = int(d.size)
-        stages = [1.0]
-        single, both = _single_shooting(model, fn, outputs, paths, kinds, q0, simulate_kwargs)
-        args = (p0, None if callable(q0) else jnp.asarray(q0, dtype=float),
-                None if callable(q0) else jnp.asarray(qd0, dtype=float), ts, d, w)
+        z0 = jnp.concatenate([z0, initial_states(jnp.asarray(pb.theta0))])
+        return jax.jit(shoot), jax.jit(shoot_jac), stages, (n_rows, n_real), z0
+    single, both = _single_shooting(pb.model, pb.fn, outputs, pb.paths, pb.kinds, pb.q0, pb.simulate_kwargs)
+    args = (pb.p0, None if callable(pb.q0) else jnp.asarray(pb.q0, dtype=float),
+            None if callable(pb.q0) else jnp.asarray(pb.qd0, dtype=float), pb.ts, pb.d, pb.w)
+    n = int(pb.d.size)
+    return (lambda z, rho: single(z, args)), (lambda z, rho: both(z, args)), [1.0], (n, n), z0
 
-        def residual(z, rho):
-            return single(z, args)
 
-        def residual_and_jacobian(z, rho):
-            return both(z, args)
+def _jacobian_check(problem, S):
+    """`check(J, z)`: a `MbdjaxError` naming the parameter (or the shooting segment)
+    and the first data time whose sensitivity is not finite."""
+    pb = problem
 
-    def check_jacobian(J, z):
+    def check(J, z):
         bad = ~np.isfinite(np.asarray(J))
         if bad.any():
             row, col = np.argwhere(bad)[0]
-            if col >= P:
-                seg = 1 + (col - P) // (2 * model.n)
+            if col >= pb.P:
+                seg = 1 + (col - pb.P) // (2 * pb.model.n)
                 raise MbdjaxError(f"fit: the gradient with respect to the initial state of shooting segment "
                                   f"{seg} is not finite; use fewer segments or a tighter rtol.")
-            where = (f"from t = {float(ts[row // d.shape[1]]):.6g} on " if S == 1 else "")
+            where = (f"from t = {float(pb.ts[row // pb.d.shape[1]]):.6g} on " if S == 1 else "")
             raise MbdjaxError(
-                f"fit: the gradient with respect to {names[col]!r} is not finite {where}"
-                f"(at {names[col]} = {float(from_free(z[:P])[col]):.6g}); the motion is singular there or the "
-                "parameter left its physical range (give bounds=)."
+                f"fit: the gradient with respect to {pb.names[col]!r} is not finite {where}"
+                f"(at {pb.names[col]} = {float(pb.from_free(z[:pb.P])[col]):.6g}); the motion is singular there "
+                "or the parameter left its physical range (give bounds=)."
             )
 
-    z = to_free(jnp.asarray(theta0))
-    if S > 1:
-        z = jnp.concatenate([z, initial_states(jnp.asarray(theta0))])
-    history = []
-    converged = False
-    if optimizer is None:
-        n_steps = 0
-        for rho in stages:
-            z, r, J, hist, converged, k = _levenberg_marquardt(
-                lambda zz: residual(zz, rho), lambda zz: residual_and_jacobian(zz, rho), z, steps, tol,
-                verbose, log_every, check_jacobian)
-            history += hist if not history else hist[1:]
-            n_steps += k
-    else:
-        import optax   # on first use: only a fit with an optax optimizer needs it
+    return check
 
-        checkpoint = diffrax.RecursiveCheckpointAdjoint()
-        outputs_at = _outputs_at_data(model, fn, paths, q0, simulate_kwargs)
 
-        @jax.jit
-        def loss_value(zz):
-            rr = (w * (outputs_at(from_free(zz), p0, q0, qd0, ts, checkpoint)[0] - d)).reshape(-1)
-            return 0.5 * rr @ rr
+def _optax_steps(problem, optimizer, z, steps, tol, verbose, log_every, name_bad_gradient):
+    """`(z, loss history, converged, steps taken)` of `steps` optax updates on the loss
+    in the reparametrised variables (reverse mode, recursive checkpointing);
+    `name_bad_gradient(z)` raises with the parameter and time where a gradient is not
+    finite."""
+    import optax   # on first use: only a fit with an optax optimizer needs it
 
-        # A line search (optax.lbfgs) differentiates `value_fn` itself, so it gets the
-        # plain loss, not a function that already holds a gradient computation.
-        loss_and_grad = jax.jit(jax.value_and_grad(loss_value))
+    pb = problem
+    checkpoint = diffrax.RecursiveCheckpointAdjoint()
+    outputs_at = _outputs_at_data(pb.model, pb.fn, pb.paths, pb.q0, pb.simulate_kwargs)
 
-        optimizer = optax.with_extra_args_support(optimizer)
+    @jax.jit
+    def loss_value(zz):
+        rr = (pb.w * (outputs_at(pb.from_free(zz), pb.p0, pb.q0, pb.qd0, pb.ts, checkpoint)[0] - pb.d)).reshape(-1)
+        return 0.5 * rr @ rr
 
-        @jax.jit
-        def update(z, state, loss, g):
-            # One compiled step: a line search's trial evaluations compile with it
-            # instead of being traced anew at every step.
-            updates, state = optimizer.update(g, state, z, value=loss, grad=g, value_fn=loss_value)
-            z_new = optax.apply_updates(z, updates)
-            return (z_new, state, *loss_and_grad(z_new))
+    # A line search (optax.lbfgs) differentiates `value_fn` itself, so it gets the
+    # plain loss, not a function that already holds a gradient computation.
+    loss_and_grad = jax.jit(jax.value_and_grad(loss_value))
+    optimizer = optax.with_extra_args_support(optimizer)
 
-        state = optimizer.init(z)
-        loss, g = loss_and_grad(z)
+    @jax.jit
+    def update(z, state, loss, g):
+        # One compiled step: a line search's trial evaluations compile with it
+        # instead of being traced anew at every step.
+        updates, state = optimizer.update(g, state, z, value=loss, grad=g, value_fn=loss_value)
+        z_new = optax.apply_updates(z, updates)
+        return (z_new, state, *loss_and_grad(z_new))
+
+    state = optimizer.init(z)
+    loss, g = loss_and_grad(z)
+    history = [float(loss)]
+    converged, n_steps = False, 0
+    for n_steps in range(1, int(steps) + 1):
+        if not np.all(np.isfinite(np.asarray(g))):
+            name_bad_gradient(z)      # forward mode names the parameter and time
+            raise MbdjaxError("fit: the loss gradient is not finite (reverse mode) although the forward "
+                              "sensitivities are; try the default optimizer or a tighter rtol.")
+        z_new, state, loss_new, g = update(z, state, loss, g)
+        drop = float(loss) - float(loss_new)
+        z, loss = z_new, loss_new
         history.append(float(loss))
-        n_steps = 0
-        for n_steps in range(1, int(steps) + 1):
-            if not np.all(np.isfinite(np.asarray(g))):
-                _, J = residual_and_jacobian(z, 1.0)      # forward mode names the parameter and time
-                check_jacobian(J, z)
-                raise MbdjaxError("fit: the loss gradient is not finite (reverse mode) although the forward "
-                                  "sensitivities are; try the default optimizer or a tighter rtol.")
-            z_new, state, loss_new, g = update(z, state, loss, g)
-            drop = float(loss) - float(loss_new)
-            z, loss = z_new, loss_new
-            history.append(float(loss))
-            if verbose and (n_steps % max(int(log_every), 1) == 0):
-                print(f"fit step {n_steps}: loss {float(loss):.6e}, |grad| {float(jnp.linalg.norm(g)):.3e}")
-            if abs(drop) <= tol * max(float(loss), 1e-300):
-                converged = True
-                break
-        r, J = residual_and_jacobian(z, 1.0)
-        check_jacobian(J, z)
+        if verbose and (n_steps % max(int(log_every), 1) == 0):
+            print(f"fit step {n_steps}: loss {float(loss):.6e}, |grad| {float(jnp.linalg.norm(g)):.3e}")
+        if abs(drop) <= tol * max(float(loss), 1e-300):
+            converged = True
+            break
+    return z, history, converged, n_steps
 
-    # ------------------------------------------------------------- statistics
+
+def _result(problem, z, r, J, S, rows, unweighted, history, n_steps, converged):
+    """The `FitResult` at the solution `z` with residuals `r` and Jacobian `J`: the
+    covariance from the Gauss–Newton Hessian (σ² estimated from the residuals when
+    unweighted), standard errors, correlations and the parameter combinations the
+    data do not determine."""
+    pb, P = problem, problem.P
+    n_rows, N = rows
     # The Jacobian in the natural parameters by the chain rule through the
     # (diagonal) reparametrisation: J_θ = J_z / (dθ/dz).
-    theta = from_free(z[:P])
-    slope = np.asarray(jnp.diag(jax.jacfwd(from_free)(z[:P])))
+    theta = pb.from_free(z[:P])
+    slope = np.asarray(jnp.diag(jax.jacfwd(pb.from_free)(z[:P])))
     r = np.asarray(r)
     slope = np.where(slope == 0, np.finfo(float).tiny, slope)     # a parameter pinned at its bound
     J = np.asarray(J)
@@ -587,8 +640,7 @@ def fit(model, data, params0=None, *, free: Sequence[str], outputs, q0, qd0, wei
         U_y = U_y[:, s_y > 1e-10 * max(float(s_y[0]), 1e-300)]
         Jn = Jn - U_y @ (U_y.T @ Jn)
     loss = 0.5 * float(r @ r)
-    N = n_real
-    sigma2 = (2 * 0.5 * float(r[:n_rows] @ r[:n_rows]) / max(N - P, 1)) if weights is None else 1.0
+    sigma2 = (2 * 0.5 * float(r[:n_rows] @ r[:n_rows]) / max(N - P, 1)) if unweighted else 1.0
     U, s, Vt = np.linalg.svd(Jn, full_matrices=False)
     cutoff = max(float(s[0]), 1e-300) * 1e-12
     inv_s2 = np.divide(1.0, s * s, out=np.zeros_like(s), where=s > cutoff)
@@ -599,13 +651,14 @@ def fit(model, data, params0=None, *, free: Sequence[str], outputs, q0, qd0, wei
     scaled = Jn * np.asarray(theta)[None, :]
     _, s_rel, Vt_rel = np.linalg.svd(scaled, full_matrices=False)
     weak = s_rel < IDENTIFIABILITY_TOL * max(float(s_rel[0]), 1e-300)
-    unidentifiable = tuple(_combination(Vt_rel[i], names) for i in np.flatnonzero(weak))
+    unidentifiable = tuple(_combination(Vt_rel[i], pb.names) for i in np.flatnonzero(weak))
     if unidentifiable:
         std = np.where(np.isin(np.arange(P), np.flatnonzero(np.abs(Vt_rel[weak]).max(axis=0) > 0.05)),
                        np.inf, std)
     grad = (J[:, :P] / slope[None, :]).T @ r
+    d = pb.d
     return FitResult(
-        params=set_values(p0, paths, theta), names=names, values=np.asarray(theta), initial=theta0,
+        params=set_values(pb.p0, pb.paths, theta), names=pb.names, values=np.asarray(theta), initial=pb.theta0,
         loss=loss, history=tuple(history), grad_norm=float(np.linalg.norm(grad)), steps=int(n_steps),
         converged=bool(converged), covariance=covariance, std_errors=std, correlation=correlation,
         sigma2=float(sigma2), singular_values=s_rel, unidentifiable=unidentifiable,
