@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import dataclasses
+import inspect
 import warnings
 
 import diffrax
@@ -83,29 +83,6 @@ class Failure(eqx.Enumeration):
 #: the names of `Failure`'s members
 REASONS = ('max_steps', 'solver', 'non_finite', 'drift', 'max_partitions', 'coordinate_singularity', 'max_switches', 'rank_lost')
 _BY_MESSAGE = {Failure[getattr(Failure, r)]: r for r in REASONS}
-
-
-_REPORT = contextvars.ContextVar("mbdjax_simulate_report", default=None)
-
-
-@contextlib.contextmanager
-def reporting():
-    """Trace `simulate` (with `throw=True`) so that it reports its failures instead of
-    raising them: inside the block, each `simulate` call returns its trajectory and
-    leaves in the yielded dict `flags` (a boolean array, one entry per message),
-    `messages` (static), `stop` (None, or `(rank_lost, t, y)` where a singular
-    configuration stopped the run), `work` (the model it integrated, redundant rows
-    removed) and `formulation` (its class name). The conditions are array outputs, not
-    host callbacks, so a caller that traces `simulate` under its own `vmap` can return
-    them per member and raise on the host after the call (`simulate_batch`), and the
-    compiled program stays in the persistent compilation cache. The caller checks the
-    output times on the host first (`check_times`), as `simulate` does."""
-    report = {}
-    token = _REPORT.set(report)
-    try:
-        yield report
-    finally:
-        _REPORT.reset(token)
 
 
 def save_times(saveat, t0, t1):
@@ -231,6 +208,29 @@ def simulate(
 
     References: Haug §6.3 (mixed differential-algebraic equations), THEORY §5.
     """
+    return _run(None, **locals())
+
+
+def simulate_reporting(report, model, q0, qd0, **kwargs):
+    """`simulate(model, q0, qd0, **kwargs)` (with `throw=True`) traced so that it reports
+    its failures instead of raising them: it returns its trajectory and leaves in the
+    dict `report` `flags` (a boolean array, one entry per message), `messages` (static),
+    `stop` (None, or `(rank_lost, t, y)` where a singular configuration stopped the
+    run), `work` (the model it integrated, redundant rows removed) and `formulation`
+    (its class name). The conditions are array outputs, not host callbacks, so a caller
+    that traces `simulate` under its own `vmap` can return them per member and raise on
+    the host after the call (`simulate_batch`), and the compiled program stays in the
+    persistent compilation cache. The caller checks the output times on the host first
+    (`check_times`), as `simulate` does."""
+    arguments = inspect.signature(simulate).bind(model, q0, qd0, **kwargs)
+    arguments.apply_defaults()
+    return _run(report, **arguments.arguments)
+
+
+def _run(report, model, q0, qd0, *, t0, t1, params, formulation, stabilization, saveat, solver, rtol, atol, dt0,
+         fixed_step, max_steps, adjoint, drift_tol, throw, rows, progress, consistent):
+    """`simulate`'s work, with its arguments all given; `report` as for
+    `simulate_reporting` (None: failures are raised)."""
     _check_options(solver, adjoint, rtol, atol, max_steps, drift_tol, t0, t1)
     formulation = resolve_formulation(formulation)
     stabilization = resolve_stabilization(stabilization)
@@ -238,7 +238,7 @@ def simulate(
         warnings.warn(
             f"simulate: {type(formulation).__name__} ignores {type(stabilization).__name__} "
             f"stabilization ({formulation.ignores_reason}); use 'projection' or 'none'.",
-            stacklevel=2,
+            stacklevel=3,
         )
     # Every parameter leaf becomes an array so new values never trigger a recompile.
     p = float_params(model, params, "simulate")
@@ -285,7 +285,7 @@ def simulate(
     if rows is None:
         rows = rows_of_jacobian(model, B0) if B0 is not None else select_rows(model, q0, t0, p)
         if rows is None and model.m and host_value((q0, t0)) is None:
-            warnings.warn(_STAGED_ROWS, stacklevel=2)
+            warnings.warn(_STAGED_ROWS, stacklevel=3)
     work = model if rows is None else restrict(model, rows)
     formulation = formulation.with_rows(rows is not None).prepare(work, p, q0, t0)
     stabilization = stabilization.with_rows(rows is not None)
@@ -305,7 +305,6 @@ def simulate(
     # Failures are raised here, on the host, after the call (the compiled program holds
     # no callback, so the persistent compilation cache can keep it); under an
     # enclosing trace they stay in-graph checks (`_runtime_checks`).
-    report = _REPORT.get()
     on_host = bool(throw) and (report is not None or (is_concrete(q0, qd0, p, t0, t1, ts) and top_level()))
     if on_host and report is None:
         check_times(t0, t1, ts, dt0)
@@ -467,7 +466,7 @@ def _consistent_start(model, q0, qd0, t0, p, mode, tol):
     moved += [f"qd0[{model.coordinates[k]}] {float(qd0[k]):.6g} → {float(qd1[k]):.6g}"
               for k in np.flatnonzero(np.abs(dv) > 1e-12)]
     warnings.warn(f"simulate: projected the initial state onto the constraints ({what}): " + ", ".join(moved) + ".",
-                  stacklevel=3)
+                  stacklevel=4)
     return q1, qd1, None
 
 

@@ -36,7 +36,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from .._errors import SimulationError
-from .._integrate import failure_error, check_times, reporting, save_times, simulate
+from .._integrate import failure_error, check_times, save_times, simulate, simulate_reporting
 from .._stabilization import resolve_stabilization
 from .._params import flatten_params, float_params, nonfinite_entries
 from .._runtime_checks import checked_on_host, first_failure
@@ -73,7 +73,7 @@ def _compiled(model, axes, static, dynamic_keys, rows, report, members):
     solver loops hold no library call (`_loops_call_libraries`); otherwise the
     vectorized one is built (`_AutoMembers`).
 
-    With `report`, each member's `simulate` runs inside `mbdjax._integrate.reporting`:
+    With `report`, each member's `simulate` runs as `mbdjax._integrate.simulate_reporting`:
     the program returns `(traj, flags, stop)`, the failure conditions as arrays (no host
     callback), for `_first_failure` to read after the call. Otherwise it returns the
     trajectory alone, and a failure is an in-graph error (the caller's trace)."""
@@ -92,8 +92,8 @@ def _compiled(model, axes, static, dynamic_keys, rows, report, members):
                 kwargs = {**kwargs, "stabilization": stabilization.with_block_solves()}
                 if not report:
                     return simulate(model, q, v, params=pp, rows=rows, **kwargs)
-                with reporting() as found:
-                    traj = simulate(model, q, v, params=pp, rows=rows, **kwargs)
+                found = {}
+                traj = simulate_reporting(found, model, q, v, params=pp, rows=rows, **kwargs)
                 info.update(messages=found["messages"], work=found["work"], formulation=found["formulation"])
                 return traj, found["flags"], found["stop"]
 
