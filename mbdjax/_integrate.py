@@ -23,7 +23,7 @@ from ._initial import nearest_state
 from ._params import float_params, nonfinite_entries
 from ._redundancy import expand, restrict, rows_of_jacobian, select_rows
 from ._numerics.rk import repr_solver
-from ._runtime_checks import checked_on_host, collecting, first_failure
+from ._runtime_checks import checked_on_host, first_failure
 from ._singular import singular_configuration_error
 from ._numerics.solve import SolveSettings, over_times
 from ._stabilization import resolve_stabilization
@@ -581,13 +581,13 @@ def _simulate(model, work, rows, formulation, stabilization, run_with, q0, qd0, 
               settings, on_host):
     # `model` is the user's model (reported, checked for drift); `work` the same model
     # restricted to the independent rows `rows` (what the formulation integrates).
-    with contextlib.ExitStack() as stack:
-        found = stack.enter_context(collecting()) if on_host else None
-        if throw:  # with throw=False a bad parameter shows as an unsuccessful result instead
-            q0 = formulation.check_params(work, p, q0)
-        # The state is one flat vector (y = [q; q̇] for most formulations): a single leaf
-        # halves the solver's per-stage array operations (about 2 µs per step on a CPU).
-        y0 = formulation.initial_state(work, q0, qd0, t0, p)
+    # run-time checks: collected as outputs for the host, or in-graph errors (`_runtime_checks`)
+    found = [] if on_host else None
+    if throw:  # with throw=False a bad parameter shows as an unsuccessful result instead
+        q0 = formulation.check_params(work, p, q0, found)
+    # The state is one flat vector (y = [q; q̇] for most formulations): a single leaf
+    # halves the solver's per-stage array operations (about 2 µs per step on a CPU).
+    y0 = formulation.initial_state(work, q0, qd0, t0, p, found)
     if isinstance(run_with.adjoint, diffrax.BacksolveAdjoint) and formulation.projects(stabilization):
         raise SimulationError(
             "simulate: BacksolveAdjoint solves the continuous adjoint equations backwards, and the "

@@ -2,13 +2,13 @@
 
 A check found while the numbers are being computed (a massless body under a Cholesky
 solve, the solver giving up, NaN in the state) is attached with `check(x, bad,
-message)`. Inside `collecting()` (how `simulate` traces its compiled program when its
-inputs are concrete) the condition is returned as an ordinary output and `simulate`
-raises `SimulationError(message)` after the call: the program holds no host callback,
+message, sink)`. With a `sink` (a list `simulate` passes when its inputs are concrete)
+the condition is returned as an ordinary output and `simulate` raises
+`SimulationError(message)` after the call: the program holds no host callback,
 so JAX's persistent compilation cache can store it. Elsewhere (the caller traces
 `simulate` under its own `jit`, `vmap` or `grad`, where no host code can run between
-the computation and the caller) the check is an `equinox.error_if`, which raises at run
-time with the same message.
+the computation and the caller; `sink=None`) the check is an `equinox.error_if`, which
+raises at run time with the same message.
 
 Checks must be attached at the top level of the traced function (not inside a loop
 body or a `vmap`), so that their conditions can be returned.
@@ -16,9 +16,9 @@ body or a `vmap`), so that their conditions can be returned.
 Example:
 
     >>> import jax.numpy as jnp
-    >>> from mbdjax._runtime_checks import check, collecting
-    >>> with collecting() as found:
-    ...     x = check(jnp.ones(2), jnp.array(True), "x is wrong")
+    >>> from mbdjax._runtime_checks import check
+    >>> found = []
+    >>> x = check(jnp.ones(2), jnp.array(True), "x is wrong", found)
     >>> [(bool(bad), message) for bad, message in found]
     [(True, 'x is wrong')]
 """
@@ -26,35 +26,20 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import contextvars
 
 import equinox as eqx
 import equinox._errors as eqx_errors
 import jax.numpy as jnp
 import numpy as np
 
-_SINK = contextvars.ContextVar("mbdjax_runtime_checks", default=None)
-
-
-def check(x, bad, message):
+def check(x, bad, message, sink=None):
     """`x`, with the failure condition `bad` (a scalar boolean) reported as `message`:
-    collected for the host inside `collecting()`, an `equinox.error_if` elsewhere."""
-    sink = _SINK.get()
+    appended to `sink` (a list of `(bad, message)` for the host) when one is given, an
+    `equinox.error_if` otherwise."""
     if sink is None:
         return eqx.error_if(x, bad, message)
     sink.append((jnp.asarray(bad), message))
     return x
-
-
-@contextlib.contextmanager
-def collecting():
-    """Collect the `check` conditions attached inside this block as `[(bad, message)]`."""
-    sink = []
-    token = _SINK.set(sink)
-    try:
-        yield sink
-    finally:
-        _SINK.reset(token)
 
 
 @contextlib.contextmanager

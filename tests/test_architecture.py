@@ -409,3 +409,33 @@ def test_uncommented_function_imports_are_found():
     )
     assert [line for line, _ in _uncommented_function_imports(source)] == [3, 5, 11, 17]
     assert _uncommented_function_imports("def f():\n    import json  # on first use: rarely needed\n") == []
+
+
+# ---------------------------------------------------------------- trace-time globals
+def _context_variables(modules):
+    """`(module, line)` of every use of `contextvars` in the package."""
+    found = []
+    for name, (path, _) in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Import) and any(a.name == "contextvars" for a in node.names):
+                found.append((name, node.lineno))
+            elif isinstance(node, ast.ImportFrom) and node.module == "contextvars":
+                found.append((name, node.lineno))
+    return found
+
+
+def test_no_context_variables_decide_what_is_traced():
+    """What a trace computes is decided by its arguments and the modules' static fields,
+    never by a context variable set around it (the block solves of the projection, the
+    failure report of a batch member, the run-time checks' sink are all arguments): a
+    function traced twice with the same arguments traces the same program."""
+    found = _context_variables(_modules())
+    assert not found, "context variables in the package:\n" + "\n".join(f"{m}:{line}" for m, line in found)
+
+
+def test_context_variables_are_found(tmp_path):
+    pkg = tmp_path / PACKAGE
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("import contextvars\nFLAG = contextvars.ContextVar('flag', default=False)\n")
+    assert _context_variables(_modules(pkg, PACKAGE)) == [(f"{PACKAGE}.a", 1)]

@@ -128,25 +128,25 @@ class Augmented(AbstractFormulation):
             positive = jnp.all(dyn.mass_diagonal(model, model.params) > 0)
         return Augmented(schur=bool(positive) if is_concrete(positive) else True, redundant=self.redundant)
 
-    def check_params(self, model, p, x):
+    def check_params(self, model, p, x, checks=None):
         if self.schur is not True:
             return x
         diag = dyn.mass_diagonal(model, p)
         return check(
             x, jnp.any(diag <= 0),
             "Augmented(schur=True): a mass-matrix entry is zero or negative (a massless "
-            "body); use mbdjax.Augmented(schur=False).",
+            "body); use mbdjax.Augmented(schur=False).", checks,
         )
 
-    def initial_state(self, model, q0, qd0, t0, p):
+    def initial_state(self, model, q0, qd0, t0, p, checks=None):
         if self.first_order is None:
-            return super().initial_state(model, q0, qd0, t0, p)
+            return super().initial_state(model, q0, qd0, t0, p, checks)
         qd0 = fo_.solve_rates(model, self.first_order, q0, qd0, t0, p)
         qd0 = check(
             qd0, ~jnp.all(jnp.isfinite(qd0)),
             "mbdjax.simulate: the rates of the massless (resistive-loop) coordinates could not "
             "be solved at t0 (Newton did not converge); check the element laws and parameters "
-            "at the initial state, or give qd0 closer values for them.",
+            "at the initial state, or give qd0 closer values for them.", checks,
         )
         return jnp.concatenate([q0, qd0])
 

@@ -83,8 +83,9 @@ class AbstractFormulation(eqx.Module):
     #: that are well posed there.
     watches_rank: ClassVar[bool] = True
 
-    def initial_state(self, model, q0, qd0, t0, p):
-        """Flat state vector at `t0`."""
+    def initial_state(self, model, q0, qd0, t0, p, checks=None):
+        """Flat state vector at `t0`; `checks`: where run-time checks go
+        (`mbdjax._runtime_checks.check`)."""
         return jnp.concatenate([q0, qd0])
 
     def vector_field(self, model, t, y, p, stabilization):
@@ -166,9 +167,9 @@ class AbstractFormulation(eqx.Module):
     def accelerations(self, model, q, qd, t, p, stabilization):
         raise NotImplementedError
 
-    def check_params(self, model, p, x):
+    def check_params(self, model, p, x, checks=None):
         """Attach run-time checks of the parameters to `x` (once per simulation, not per
-        right-hand side); returns `x`."""
+        right-hand side; `checks` as for `initial_state`); returns `x`."""
         return x
 
     def prepare(self, model, p, q0, t0):

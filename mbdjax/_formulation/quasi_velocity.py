@@ -244,7 +244,7 @@ class QuasiVelocity(AbstractFormulation):
         if self.velocity_map is None and self.independent is None and self.definition is None:
             raise SimulationError("QuasiVelocity: call through simulate (the partition is chosen there).")
 
-    def initial_state(self, model, q0, qd0, t0, p):
+    def initial_state(self, model, q0, qd0, t0, p, checks=None):
         self._check_ready()
         W, w0 = self.map(model, q0, t0, p)
         u0 = jnp.linalg.lstsq(W, qd0 - w0)[0]
