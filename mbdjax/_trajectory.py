@@ -416,24 +416,24 @@ class Trajectory(eqx.Module):
         torque): `(T,)`, or `(T, k)` for a `k`-port element (transformers,
         transducers, DC motor); `mbdjax.network.effort(traj, name)`, whose docstring
         gives the sign convention."""
-        return self._network("effort").effort(self, name, who="Trajectory.effort")
+        return self._network("effort").effort(self, name)
 
     def flow(self, name: str) -> jax.Array:
         """Flow history of a network element (current, volume flow, relative
         velocity; `(T,)` or `(T, k)` per port) or of a translational/rotational node
         (its velocity); `mbdjax.network.flow(traj, name)`."""
-        return self._network("flow").flow(self, name, who="Trajectory.flow")
+        return self._network("flow").flow(self, name)
 
     def element_power(self, name: str) -> jax.Array:
         """`(T,)` power absorbed by network element `name` (W), summed over its ports;
         `mbdjax.network.element_power(traj, name)`."""
-        return self._network("element_power").element_power(self, name, who="Trajectory.element_power")
+        return self._network("element_power").element_power(self, name)
 
     def power_balance(self) -> dict:
         """`{element: (T,) absorbed power}` for every network element, plus
         `"residual"`, their sum (zero by Tellegen's theorem for a network alone);
         `mbdjax.network.power_balance(traj)`."""
-        return self._network("power_balance").power_balance(self, who="Trajectory.power_balance")
+        return self._network("power_balance").power_balance(self)
 
     # ------------------------------------------------------------ persistence
     def save(self, path, *, overwrite: bool = False) -> str:

@@ -118,22 +118,22 @@ class NetworkPart:
         return UNITS.get(self.element_domain(name), (None, None))[0]
 
     # The Trajectory methods of the same names call these (the core reads a network
-    # only through this interface).
-    def effort(self, traj, name, who="mbdjax.network.effort"):
-        """`effort(traj, name)` (below)."""
-        return effort(traj, name, who=who)
+    # only through this interface); errors name the method the user called.
+    def effort(self, traj, name):
+        """`effort(traj, name)` (below), for `Trajectory.effort`."""
+        return _effort(traj, name, "Trajectory.effort")
 
-    def flow(self, traj, name, who="mbdjax.network.flow"):
-        """`flow(traj, name)` (below)."""
-        return flow(traj, name, who=who)
+    def flow(self, traj, name):
+        """`flow(traj, name)` (below), for `Trajectory.flow`."""
+        return _flow(traj, name, "Trajectory.flow")
 
-    def element_power(self, traj, name, who="mbdjax.network.element_power"):
-        """`element_power(traj, name)` (below)."""
-        return element_power(traj, name, who=who)
+    def element_power(self, traj, name):
+        """`element_power(traj, name)` (below), for `Trajectory.element_power`."""
+        return _element_power(traj, name, "Trajectory.element_power")
 
-    def power_balance(self, traj, who="mbdjax.network.power_balance"):
-        """`power_balance(traj)` (below)."""
-        return power_balance(traj, who=who)
+    def power_balance(self, traj):
+        """`power_balance(traj)` (below), for `Trajectory.power_balance`."""
+        return _power_balance(traj, "Trajectory.power_balance")
 
 
 def _network_of(traj, who) -> NetworkPart:
@@ -166,8 +166,7 @@ def _ports(traj, part, name, who):
     return traj.evaluate(one, traj.q, traj.qd, traj.qdd, lam, traj.t)
 
 
-@per_member
-def effort(traj, name: str, *, who: str = "mbdjax.network.effort"):
+def effort(traj, name: str):
     """Effort history of a network node or element (voltage, pressure, force, torque):
     `(T,)`, or `(T, k)` for a `k`-port element (transformers, transducers, DC motor).
 
@@ -185,6 +184,11 @@ def effort(traj, name: str, *, who: str = "mbdjax.network.effort"):
         >>> network.effort(traj, "E").shape
         (11,)
     """
+    return _effort(traj, name, "mbdjax.network.effort")
+
+
+@per_member
+def _effort(traj, name, who):
     part = _network_of(traj, who)
     if name == GROUND:
         return jnp.zeros_like(traj.t)
@@ -202,8 +206,7 @@ def effort(traj, name: str, *, who: str = "mbdjax.network.effort"):
     return efforts[..., 0] if efforts.shape[-1] == 1 else efforts
 
 
-@per_member
-def flow(traj, name: str, *, who: str = "mbdjax.network.flow"):
+def flow(traj, name: str):
     """Flow history of a network element (current, volume flow, relative velocity;
     `(T,)` or `(T, k)` per port) or of a translational/rotational node (its velocity).
     `Trajectory.flow(name)` is the same.
@@ -217,6 +220,11 @@ def flow(traj, name: str, *, who: str = "mbdjax.network.flow"):
         >>> network.flow(traj, "L")[0], network.flow(traj, "L").shape
         (Array(0., dtype=float64), (11,))
     """
+    return _flow(traj, name, "mbdjax.network.flow")
+
+
+@per_member
+def _flow(traj, name, who):
     part = _network_of(traj, who)
     if name in part.node_rate:
         return part.node_rate[name](traj.qd)
@@ -226,8 +234,7 @@ def flow(traj, name: str, *, who: str = "mbdjax.network.flow"):
     return flows[..., 0] if flows.shape[-1] == 1 else flows
 
 
-@per_member
-def element_power(traj, name: str, *, who: str = "mbdjax.network.element_power"):
+def element_power(traj, name: str):
     """`(T,)` power absorbed by network element `name` (W), summed over its ports:
     stores give the rate of their energy, resistors their dissipation (≥ 0), sources
     minus what they deliver, ideal transformers and transducers zero.
@@ -242,12 +249,16 @@ def element_power(traj, name: str, *, who: str = "mbdjax.network.element_power")
         >>> bool(jnp.all(network.element_power(traj, "R") >= 0))   # a resistor only dissipates
         True
     """
+    return _element_power(traj, name, "mbdjax.network.element_power")
+
+
+@per_member
+def _element_power(traj, name, who):
     efforts, flows = _ports(traj, _network_of(traj, who), name, who)
     return jnp.sum(efforts * flows, axis=-1)
 
 
-@per_member
-def power_balance(traj, *, who: str = "mbdjax.network.power_balance") -> dict:
+def power_balance(traj) -> dict:
     """`{element: (T,) absorbed power}` for every network element, plus `"residual"`:
     their sum, zero (to round-off) by Tellegen's theorem when the network is not
     attached to a mechanism (then it is the power the network passes to the mechanism,
@@ -262,7 +273,12 @@ def power_balance(traj, *, who: str = "mbdjax.network.power_balance") -> dict:
         >>> float(jnp.max(jnp.abs(network.power_balance(traj)["residual"]))) < 1e-8
         True
     """
+    return _power_balance(traj, "mbdjax.network.power_balance")
+
+
+@per_member
+def _power_balance(traj, who):
     part = _network_of(traj, who)
-    out = {name: element_power(traj, name, who=who) for name in part.ports}
+    out = {name: _element_power(traj, name, who) for name in part.ports}
     out["residual"] = sum(out.values())
     return out
