@@ -214,6 +214,20 @@ def test_singular_configuration_is_a_named_stop():
     assert "numerical rank" in message and "tip1b" in message and "augmented_lagrangian" in message
 
 
+def test_a_saved_point_exactly_at_the_flat_position_is_finite():
+    """IFToMM A02 with N = 2, saved exactly at its first flat time (the reference's
+    event). There Φ_q loses rank, so projecting that saved point has a singular Gram
+    matrix; the point keeps its interpolated state instead of becoming NaN, and lies
+    on the flat configuration: every crank horizontal (φ = 0 mod π, within 1e-6 rad)."""
+    t_flat = float(_flat_times(2, 2.0)[0])
+    ex = n_four_bar(2)
+    traj = mbd.simulate(ex.model, ex.q0, ex.qd0, t1=1.2, saveat=np.array([0.0, t_flat, 1.2]))
+    assert np.all(np.isfinite(np.asarray(traj.q)))
+    for i in range(3):
+        assert abs(math.sin(float(traj.coordinate(f"crank{i}.phi")[1]))) < 1e-6
+    assert float(np.max(np.abs(np.asarray(traj.position_residual())[1]))) < 1e-8
+
+
 @pytest.mark.parametrize("formulation", ["augmented", "nullspace", "multiplier_free", "quasi_velocity"])
 def test_redundant_parallelogram_flat_passage_passes_or_stops_by_name(parallelogram, formulation):
     """The redundant parallelogram over 2 s at rtol 1e-11 through its flat position

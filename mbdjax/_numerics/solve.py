@@ -142,7 +142,8 @@ def solve(vector_field, project, settings, t0, t1, y0, args, ts, *, event=None, 
     after the solve, all at once (`vmap`), not inside the step loop: inside diffrax's
     save loop a projection that factors matrices (the augmented Lagrangian's) cost
     about 80 ms a saved point on a 62-coordinate model, 30× the whole run. Times the
-    solve did not reach (filled with inf) are left as they are.
+    solve did not reach (filled with inf), and a point whose projection is not finite
+    (exactly at a singular configuration), are left as they are.
     """
     solver, stream = settings.solver, settings.stream
     if project is not None:
@@ -160,7 +161,11 @@ def solve(vector_field, project, settings, t0, t1, y0, args, ts, *, event=None, 
         return sol
 
     def projected(t, y):
-        return jnp.where(jnp.all(jnp.isfinite(y)), project(t, y, args), y)
+        # A saved point exactly at a singular configuration (the N four-bar's flat
+        # position) makes the Gram matrix singular and its projection non-finite:
+        # there the interpolated state, already within the step's tolerance, is kept.
+        on = project(t, y, args)
+        return jnp.where(jnp.all(jnp.isfinite(on)), on, y)
 
     def all_projected(ts_, ys_):
         return over_times(projected, (ts_, ys_), stream)
