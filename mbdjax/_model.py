@@ -168,6 +168,9 @@ class Model(eqx.Module):
         bodies: the rigid bodies of a spatial model (`mbdjax.spatial.RigidBodies`:
             each body's pose and velocities from `(q, q̇)`, its mass and inertia
             tensor from the parameters, read by the `Greenwood` formulation), or None.
+        scene: the shape of a planar or spatial mechanism as its front end knows it
+            (`mbdjax._scene.Scene`: bodies, body frames from `q`, joints, force elements,
+            contacts), read by `mbdjax.plotting.animate` and `viewer`, or None.
         structure_problems: problems of the model's structure that its front end
             found (a floating network node, a loop of effort sources), reported by
             `check`.
@@ -213,6 +216,7 @@ class Model(eqx.Module):
     network: Any = eqx.field(static=True, default=None)
     contacts: Any = eqx.field(static=True, default=None)
     bodies: Any = eqx.field(static=True, default=None)
+    scene: Any = eqx.field(static=True, default=None)
     structure_problems: tuple[str, ...] = eqx.field(static=True, default=())
     coordinate_units: tuple[str | None, ...] | None = eqx.field(static=True, default=None)
     singularity_fn: Callable | None = eqx.field(static=True, default=None)
@@ -245,6 +249,7 @@ class Model(eqx.Module):
         network=None,
         contacts=None,
         bodies=None,
+        scene=None,
         structure_problems=(),
         coordinate_units=None,
         validate_at=None,
@@ -282,6 +287,7 @@ class Model(eqx.Module):
         self.network = network
         self.contacts = contacts
         self.bodies = bodies
+        self.scene = scene
         self.structure_problems = tuple(str(x) for x in structure_problems)
         self.coordinate_units = None if coordinate_units is None else tuple(coordinate_units)
         self.singularity_fn = singularity

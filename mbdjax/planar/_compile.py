@@ -23,6 +23,7 @@ from .._builder import call_problem, spring_damper_bounds
 from .._errors import ModelError
 from .._model import Model, sample_point
 from .._numerics.sparse import JacobianPattern
+from .._scene import Scene, ScenePart, up_from_gravity
 from .._tracing import device_array
 from . import _forces as fe
 from ._geometry import cross, rotate
@@ -368,9 +369,32 @@ def compile_mechanism(mech, validate_at=None):
         params=params,
         reactions=reactions,
         metadata=metadata,
+        scene=_scene(mech, layout),
         coordinate_units=[{"x": "m", "y": "m", "phi": "rad"}.get(c.rpartition(".")[2]) for c in mech.coordinates],
         validate_at=validate_at,
         param_bounds=_bounds(mech, layout),
+    )
+
+
+_SYMBOLS = {"revolute": "pin", "translational": "slider", "distance": "link", "drive_distance": "link",
+            "spring_damper": "coil"}  # how each part is drawn (`mbdjax._scene.ScenePart`)
+
+
+def _scene(mech, layout):
+    """The `mbdjax._scene.Scene` of the mechanism: body frames `(x, y)` and `A(φ)`."""
+    nb = layout.nb
+
+    def frames(q):
+        qb = q.reshape(nb, 3)
+        c, s = jnp.cos(qb[:, 2]), jnp.sin(qb[:, 2])
+        return qb[:, :2], jnp.stack([jnp.stack([c, -s], -1), jnp.stack([s, c], -1)], -2)
+
+    return Scene(
+        dimension=2, bodies=layout.bodies, frames=frames,
+        joints=tuple(ScenePart(s.name, _SYMBOLS.get(s.kind, ""), s.body_i, s.body_j) for s in mech._joints),
+        elements=tuple(ScenePart(e.name, _SYMBOLS.get(e.kind, ""), e.body_i, e.body_j or "ground")
+                       for e in mech._elements),
+        up=up_from_gravity(mech._gravity, (0.0, 1.0)),
     )
 
 

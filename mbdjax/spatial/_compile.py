@@ -15,6 +15,7 @@ import numpy as np
 from .._builder import call_problem, spring_damper_bounds
 from .._errors import ModelError
 from .._model import Model, sample_point
+from .._scene import Scene, ScenePart, up_from_gravity
 from .._tracing import device_array
 from . import _contact as ct
 from . import _forces as fe
@@ -211,6 +212,7 @@ def compile_mechanism(mech, validate_at=None):
         params=params,
         metadata=metadata,
         bodies=RigidBodies(tuple(mech.bodies), fns_poses),
+        scene=_scene(mech, fns_poses),
         contacts=ct.Contacts(kinds={c.name: c.kind for c in mech._contacts},
                           bodies={c.name: c.body for c in mech._contacts},
                           kinematics={c.name: _contact_fn(c, slots[c.body]) for c in mech._contacts})
@@ -223,6 +225,26 @@ def compile_mechanism(mech, validate_at=None):
                             "axis); build the body with orientation='quaternion', or choose body axes "
                             "that keep θ away from 0 and π"),
         param_bounds=_bounds(mech, slots, params),
+    )
+
+
+def _scene(mech, poses):
+    """The `mbdjax._scene.Scene` of the mechanism: each body's mass centre and `R`."""
+    names = tuple(mech.bodies)
+
+    def frames(q):
+        at = poses(q)
+        return jnp.stack([at[b].r for b in names]), jnp.stack([at[b].R for b in names])
+
+    return Scene(
+        dimension=3, bodies=names, frames=frames,
+        joints=tuple(ScenePart(s.name, "ball", s.body_i, s.body_j) for s in mech._joints),
+        elements=tuple(ScenePart(e.name, "coil" if e.kind == "spring_damper" else "", e.body_i, e.body_j or GROUND)
+                       for e in mech._elements),
+        contacts=tuple(ScenePart(c.name, {"rolling_disk": "disk", "rolling_sphere": "sphere"}[c.kind], c.body)
+                       for c in mech._contacts),
+        up=up_from_gravity(mech._gravity, (0.0, 0.0, 1.0)),
+        inertia=lambda p, body: (p[body]["mass"], p[body]["inertia"]),
     )
 
 
