@@ -173,6 +173,7 @@ def _cmd_run(args):
     with open(os.path.join(out, "summary.json"), "w") as fh:
         json.dump(summary, fh, indent=2)
     plots = save_standard_plots(traj, out)
+    motion = [] if args.no_animation else _write_motion(traj, out)
     print(
         f"\nsimulated {t1:g} s in {wall * 1e3:.1f} ms after compilation ({first:.2f} s with it), "
         f"{summary['solver_steps']} solver steps"
@@ -186,7 +187,27 @@ def _cmd_run(args):
               f"{summary['energy_balance_error_relative']:.1e} (relative; W = work of forces, dampers "
               "and drivers, trapezoidal over the output points)")
     print(f"  wrote {', '.join(os.path.basename(p) for p in ['trajectory.npz', 'summary.json'] + plots)} to {out}")
+    for label, path in motion:
+        print(f"  {label:<9} {path}")
     return 0
+
+
+def _write_motion(traj, out):
+    """The animation (`animation.gif`, at most 10 s long: real time or faster) and the
+    interactive viewer (`viewer.html`) of a mechanism's run, as `(label, path)` pairs;
+    none, with a note, for a model without bodies to draw (a network)."""
+    import numpy as np   # on first use: `mbdjax list` must not load NumPy
+
+    from .plotting import animate, viewer   # on first use: Pillow and the drawing
+
+    if traj.model.scene is None:
+        print("  (no animation: this example has no bodies to draw; its plots show the motion)")
+        return []
+    t = np.asarray(traj.t)
+    duration = float(np.nanmax(t[np.isfinite(t)]) - t[0])
+    gif = animate(traj, os.path.join(out, "animation.gif"), speed=max(1.0, duration / 10.0), overwrite=True)
+    page = viewer(traj, os.path.join(out, "viewer.html"), overwrite=True)
+    return [("animation", gif.path), ("viewer", f"{page} (open it in a browser)")]
 
 
 def _cmd_fit(args):
@@ -235,6 +256,8 @@ def build_parser():
     p_run.add_argument("--points", type=int, default=400, help="number of output points")
     p_run.add_argument("--out", default=None, help="output folder (default mbdjax-runs/NAME)")
     p_run.add_argument("--force", action="store_true", help="write into a non-empty output folder")
+    p_run.add_argument("--no-animation", action="store_true",
+                       help="skip animation.gif and viewer.html (written by default for mechanisms)")
     p_run.add_argument("--progress", action="store_true",
                        help="show the simulation's progress (a separately compiled program, not kept "
                             "in the persistent cache)")

@@ -97,7 +97,9 @@ def test_run_writes_outputs_and_protects_the_folder(tmp_path, capsys):
     assert main(["run", "slider-crank", "--t1", "0.25", "--points", "101", "--out", str(out)]) == 0
     files = set(os.listdir(out))
     assert {"trajectory.npz", "summary.json", "coordinates.png", "residuals.png", "energy.png",
-            "reactions.png"} <= files
+            "reactions.png", "animation.gif", "viewer.html"} <= files
+    printed = capsys.readouterr().out
+    assert f"animation {out / 'animation.gif'}" in printed and f"viewer    {out / 'viewer.html'}" in printed
     summary = json.loads((out / "summary.json").read_text())
     assert summary["max_position_residual"] < 1e-10
     # Driven system: the energy changes by the driver's work; the balance holds to the
@@ -111,6 +113,17 @@ def test_run_writes_outputs_and_protects_the_folder(tmp_path, capsys):
     assert (out / "summary.json").stat().st_mtime_ns == stamp  # nothing overwritten
     assert main(["run", "slider-crank", "--t1", "0.25", "--points", "11", "--out", str(out), "--force"]) == 0
     assert mbd.Trajectory.load(out / "trajectory.npz").q.shape == (11, 9)
+
+
+def test_run_animation_files_and_their_opt_out(tmp_path, capsys):
+    """`--no-animation` writes neither file; a network has no bodies, so its run says
+    why there is no animation instead of failing."""
+    out = tmp_path / "quiet"
+    assert main(["run", "four-bar", "--t1", "0.1", "--points", "11", "--out", str(out), "--no-animation"]) == 0
+    assert not {"animation.gif", "viewer.html"} & set(os.listdir(out))
+    assert main(["run", "rlc", "--t1", "0.5", "--points", "11", "--out", str(tmp_path / "rlc")]) == 0
+    assert "no animation: this example has no bodies to draw" in capsys.readouterr().out
+    assert "animation.gif" not in os.listdir(tmp_path / "rlc")
 
 
 def test_energy_balance_converges_at_second_order():
@@ -176,8 +189,10 @@ def test_the_command_exits_with_its_code_and_complete_output(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "mbdjax", "run", "four-bar", "--t1", "0.05", "--points", "3",
                            "--out", str(out)], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.rstrip().splitlines()[-1].startswith("  wrote trajectory.npz, summary.json")
+    assert proc.stdout.rstrip().splitlines()[-1].startswith("  viewer    ")
+    assert "  wrote trajectory.npz, summary.json" in proc.stdout
     assert mbd.Trajectory.load(out / "trajectory.npz").q.shape == (3, 9)
+    assert (out / "viewer.html").read_text(encoding="utf-8").rstrip().endswith("</html>")
     assert json.loads((out / "summary.json").read_text())["example"] == "four-bar"
     bad = subprocess.run([sys.executable, "-m", "mbdjax", "check", "no-such-example"], capture_output=True,
                          text=True, timeout=600)

@@ -97,6 +97,12 @@ def _fit(ns, out):
     assert "spring.k" in out
 
 
+def _animation(ns, out):
+    import os
+
+    assert ns["anim"].frames == 51 and os.path.getsize(ns["page"]) > 10_000 and "51 frames" in out
+
+
 def _batch(ns, out):
     assert ns["batch"].q.shape == (64, 21, 9)
 
@@ -104,7 +110,7 @@ def _batch(ns, out):
 #: what each README block must leave behind, by a phrase of its code
 README_CHECKS = {"from mbdjax.planar import Mechanism": _quick_start, "spatial.Mechanism(": _spatial,
                  "net.inductor(": _network, "net.diode(": _rectifier, "mbd.fit(": _fit,
-                 "simulate_batch(": _batch,
+                 "simulate_batch(": _batch, "animate(": _animation,
                  "mbd.sweep(": None}      # run, with its config block, by test_sweep.py's README test
 
 

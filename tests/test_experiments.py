@@ -36,6 +36,9 @@ def _sens(name, stated):
 
 # script (with arguments) -> the labels of the checks it must print, all `ok`
 CHECKS = {
+    "animations.py": ["slider-crank animation cost [s]", "A02: largest pin height at the flat time [m]",
+                      "A02: spread of the pins' drawn rows at the flat time [px]",
+                      "A02: passed the flat position (final crank angle below 0) [rad]"],
     "slider_crank.py": ["driven x vs closed form", "driven v vs closed form", "driven a vs closed form",
                         "free max |Φ|", "free max |Φ_q q̇ − ν|"],
     "four_bar.py": ["energy drift / max T", "loop closure [m]"],
@@ -75,7 +78,7 @@ CHECKS = {
 # the quick mode of the slider-crank fit; the rest (compile-heavy, 1.5 to 6 minutes here) are slow.
 _SLOW = pytest.mark.slow
 SCRIPTS = [
-    "slider_crank.py", "four_bar.py", "double_pendulum.py", "stick_slip.py", "fit_friction.py",
+    "slider_crank.py", "four_bar.py", "double_pendulum.py", "stick_slip.py", "fit_friction.py", "animations.py",
     "fit_slider_crank.py --quick",
     pytest.param("four_bar_sensitivity.py", marks=_SLOW),
     pytest.param("spatial_tops.py", marks=_SLOW),
