@@ -152,3 +152,16 @@ def test_mp4_where_ffmpeg_is_present(slider_crank, tmp_path):
     assert anim.size == (322, 242)
     with open(anim.path, "rb") as fh:
         assert b"ftyp" in fh.read(64)
+
+
+def test_a_network_coupled_to_a_mechanism_draws_the_mechanism():
+    """The DC motor driving the slider-crank: the scene is the mechanism's, read from the
+    leading coordinates, so the crank pin is drawn at r(cos φ, sin φ) with φ the crank
+    angle the run saved (the crank turns about the origin; r = 0.1 m)."""
+    ex = models.get("dc-motor-crank")
+    traj = mbd.simulate(ex.model, ex.q0, ex.qd0, t1=0.2, saveat=5, **ex.options)
+    times = np.asarray(traj.t)[1:]
+    pic = drawing(traj, times)
+    phi = np.asarray(traj.coordinate("crank.phi"))[1:]
+    expected = np.stack([R_CRANK * np.cos(phi), R_CRANK * np.sin(phi)], -1)
+    np.testing.assert_allclose(pic.vertices[:, pic.marks["rod_crank"], :2], expected, atol=1e-12)

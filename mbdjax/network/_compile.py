@@ -260,11 +260,21 @@ def compile_network(net, mechanism, attach):
         switching=switching,
         network=part,
         contacts=mechanism.contacts if mechanism is not None else None,
+        scene=_mechanism_scene(mechanism, n_mech),
         structure_problems=problems,
         coordinate_units=units,
         param_bounds=bounds,
         **kwargs,
     )
+
+
+def _mechanism_scene(mechanism, n_mech):
+    """The coupled mechanism's `Scene`, its frames read from the leading `n_mech`
+    coordinates (the mechanism's come first in `q`); None without a mechanism or scene."""
+    if mechanism is None or mechanism.scene is None:
+        return None
+    frames = mechanism.scene.frames
+    return dataclasses.replace(mechanism.scene, frames=lambda q: frames(q[:n_mech]))
 
 
 def _coordinate_unit(part, name):
