@@ -195,13 +195,14 @@ def _cmd_run(args):
 def _write_motion(traj, out):
     """The animation (`animation.gif`, at most 10 s long: real time or faster) and the
     interactive viewer (`viewer.html`) of a mechanism's run, as `(label, path)` pairs;
-    none, with a note, for a model without bodies to draw (a network)."""
+    none, with a note, for a model no front end drew (a network, a hand-written Model)."""
     import numpy as np   # on first use: `mbdjax list` must not load NumPy
 
     from .plotting import animate, viewer   # on first use: Pillow and the drawing
 
     if traj.model.scene is None:
-        print("  (no animation: this example has no bodies to draw; its plots show the motion)")
+        print("  (no animation: this example is not built by the planar or spatial front end, so it has no "
+              "geometry to draw; its plots show the motion)")
         return []
     t = np.asarray(traj.t)
     duration = float(np.nanmax(t[np.isfinite(t)]) - t[0])

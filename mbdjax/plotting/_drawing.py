@@ -63,8 +63,9 @@ class Drawing:
         times: `(F,)` simulation times (s).
         vertices: `(F, V, 3)` global positions (m).
         items: the `Item`s, in drawing order for a planar scene.
-        marks: `{name: vertex}`: the vertex of each joint's point (on body i) and of
-            each body's frame origin, for tests and `trace=`.
+        marks: `{name: vertex}`: the vertex of each joint's point (on body i), of
+            each rolling contact's contact point and of each body's frame origin,
+            for tests and `trace=`.
         trace: the traced vertex, or None.
         up: `(3,)` the view's up direction.
     """
