@@ -137,6 +137,11 @@ def test_bad_requests_get_named_errors(slider_crank, tmp_path, monkeypatch):
         animate(slider_crank, tmp_path / "y.gif", trace="nowhere")
     with pytest.raises(MbdjaxError, match="must be positive"):
         animate(slider_crank, tmp_path / "y.gif", fps=0)
+    import jax
+
+    batch = jax.tree_util.tree_map(lambda x: np.stack([x, x]), slider_crank)
+    with pytest.raises(MbdjaxError, match="one trajectory"):
+        animate(batch, tmp_path / "batch.gif")
     monkeypatch.setattr(shutil, "which", lambda name: None)
     with pytest.raises(MbdjaxError, match="needs ffmpeg"):
         animate(slider_crank, tmp_path / "y.mp4")

@@ -137,6 +137,9 @@ def scene_of(traj):
 def reached(traj):
     """`(t (K,), q (K, n), qd (K, n))` at the saved points the solve reached."""
     t = np.asarray(traj.t)
+    if t.ndim != 1:
+        raise MbdjaxError(f"Drawing takes one trajectory; this one has times of shape {t.shape} (a batch): "
+                          "simulate the member to draw on its own (mbd.simulate with its q0, qd0 and parameters).")
     ok = np.isfinite(t) & np.all(np.isfinite(np.asarray(traj.q)), axis=-1)
     if ok.sum() < 1:
         raise MbdjaxError("The trajectory has no finite saved state to draw.")
