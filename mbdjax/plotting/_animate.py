@@ -41,6 +41,7 @@ class View:
     centre: np.ndarray
     scale: float
     size: tuple
+    band: float = 22.0   # pixels kept free at the top for the time label
 
     @classmethod
     def fit(cls, drawing, size, margin=0.06, band=22):
@@ -64,7 +65,7 @@ class View:
         span_x, span_y = max(float(np.ptp(x)), 1e-9), max(float(np.ptp(y)), 1e-9)
         scale = min(width * (1 - 2 * margin) / span_x, (height * (1 - 2 * margin) - band) / span_y)
         centre = np.array([0.5 * (x.min() + x.max()), 0.5 * (y.min() + y.max())])
-        return cls(right, upward, toward, centre, float(scale), tuple(size))
+        return cls(right, upward, toward, centre, float(scale), tuple(size), float(band))
 
     def pixels(self, points):
         """Pixel coordinates `(..., 2)` (x right, y down, from the top-left corner) of
@@ -74,7 +75,7 @@ class View:
             points = np.concatenate([points, np.zeros(points.shape[:-1] + (1,))], -1)
         width, height = self.size
         px = (points @ self.right - self.centre[0]) * self.scale + 0.5 * width
-        py = 0.5 * height + 11 - (points @ self.upward - self.centre[1]) * self.scale
+        py = 0.5 * (height + self.band) - (points @ self.upward - self.centre[1]) * self.scale
         return np.stack([px, py], -1)
 
     def depth(self, points):
