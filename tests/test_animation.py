@@ -137,6 +137,8 @@ def test_bad_requests_get_named_errors(slider_crank, tmp_path, monkeypatch):
         animate(slider_crank, tmp_path / "y.gif", trace="nowhere")
     with pytest.raises(MbdjaxError, match="must be positive"):
         animate(slider_crank, tmp_path / "y.gif", fps=0)
+    with pytest.raises(MbdjaxError, match="raise `speed`"):
+        animate(slider_crank, tmp_path / "y.gif", speed=0.01)
     import jax
 
     batch = jax.tree_util.tree_map(lambda x: np.stack([x, x]), slider_crank)
@@ -145,6 +147,10 @@ def test_bad_requests_get_named_errors(slider_crank, tmp_path, monkeypatch):
     monkeypatch.setattr(shutil, "which", lambda name: None)
     with pytest.raises(MbdjaxError, match="needs ffmpeg"):
         animate(slider_crank, tmp_path / "y.mp4")
+    monkeypatch.setattr(shutil, "which", lambda name: "/bin/false")      # an encoder that fails at once
+    with pytest.raises(MbdjaxError, match="ffmpeg failed"):
+        animate(slider_crank, tmp_path / "y.mp4", frames=3)
+    assert not any(p.name.endswith(".mp4") for p in tmp_path.iterdir())   # no partial file left
     ex = models.get("rlc")
     traj = mbd.simulate(ex.model, ex.q0, ex.qd0, t1=0.01, saveat=3, **ex.options)
     with pytest.raises(MbdjaxError, match="no geometry to draw"):

@@ -8,6 +8,7 @@ import math
 import os
 import shutil
 import subprocess
+import tempfile
 
 import numpy as np
 
@@ -19,6 +20,7 @@ BACKGROUND = "#f4f6f8"
 TEXT = "#333333"
 AZIMUTH, ELEVATION = -60.0, 25.0  # degrees: the spatial view (about `up`, above the horizon)
 _SUPERSAMPLE = 2
+MAX_FRAMES = 1500   # a 640 × 480 GIF frame holds 0.3 MB while the file is assembled
 
 
 def _rgb(colour):
@@ -152,13 +154,13 @@ class _Indexer:
 
 
 def _render(drawing, view, k, image_module, draw_module, font):
-    """The frames as RGB images, rendered at `_SUPERSAMPLE`× and reduced."""
+    """The frames as RGB images, rendered at `_SUPERSAMPLE`× and reduced, one at a time
+    (a generator: the caller keeps what it needs of each)."""
     width, height = view.size
     s = _SUPERSAMPLE
     px = view.pixels(drawing.vertices) * s
     depth = view.depth(drawing.vertices)
     order = list(range(len(drawing.items)))
-    out = []
     for f in range(k):
         img = image_module.new("RGB", (width * s, height * s), BACKGROUND)
         pen = draw_module.Draw(img)
@@ -170,8 +172,7 @@ def _render(drawing, view, k, image_module, draw_module, font):
         for i in order:
             _draw_item(pen, drawing.items[i], px[f], drawing.vertices[f], view, s)
         pen.text((8 * s, 6 * s), f"t = {drawing.times[f]:.3f} s", fill=_rgb(TEXT), font=font)
-        out.append(img.reduce(s))
-    return out
+        yield img.reduce(s)
 
 
 def _shade(colour, item, verts, view):
@@ -286,32 +287,46 @@ def animate(traj, path, *, fps=25, speed=1.0, frames=None, size=(640, 480), trac
     if kind == ".mp4":
         width, height = width + width % 2, height + height % 2   # the encoder's 4:2:0 needs even sides
     times = frame_times(traj, fps, speed, frames)
+    if len(times) > MAX_FRAMES:
+        raise MbdjaxError(f"animate: {len(times)} frames asked for (the run at {speed:g}× real time and {fps:g} "
+                          f"frames/s); at most {MAX_FRAMES}: raise `speed`, lower `fps`, or give `frames`.")
     pic = drawing(traj, times, shapes=shapes, trace=trace)
     view = View.fit(pic, (width, height))
     font = ImageFont.load_default(size=12 * _SUPERSAMPLE)
     images = _render(pic, view, len(times), Image, ImageDraw, font)
     if kind == ".gif":
         index = _Indexer(_palette(pic))
-        indexed = [index(im, Image) for im in images]
+        indexed = [index(im, Image) for im in images]   # a palette frame is a third of an RGB one
         buffer = io.BytesIO()
         indexed[0].save(buffer, format="GIF", save_all=True, append_images=indexed[1:], loop=0,
                         duration=max(20, int(round(1000.0 / fps))), optimize=False, disposal=1)
         atomic_write(path, buffer.getvalue())
     else:
-        _write_mp4(ffmpeg, path, images, fps)
+        _write_mp4(ffmpeg, path, images, (width, height), fps)
     return Animation(path, len(times), times, (width, height), view)
 
 
-def _write_mp4(ffmpeg, path, images, fps):
-    width, height = images[0].size
+def _write_mp4(ffmpeg, path, images, size, fps):
+    """Stream the RGB frames to ffmpeg (H.264), into a temporary file renamed at the end."""
+    width, height = size
     folder, name = os.path.split(os.path.abspath(path))
     tmp = os.path.join(folder, f".{name}.tmp-{os.getpid()}.mp4")
     cmd = [ffmpeg, "-loglevel", "error", "-y", "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{width}x{height}",
            "-r", str(fps), "-i", "-", "-pix_fmt", "yuv420p", "-vcodec", "libx264", tmp]
-    raw = b"".join(im.tobytes() for im in images)
-    done = subprocess.run(cmd, input=raw, capture_output=True, check=False)
-    if done.returncode != 0:
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=log)
+        try:
+            for im in images:
+                proc.stdin.write(im.tobytes())
+        except BrokenPipeError:   # ffmpeg stopped early: its message says why
+            pass
+        finally:
+            proc.stdin.close()
+            code = proc.wait()
+        log.seek(0)
+        message = log.read().decode(errors="replace").strip()
+    if code != 0:
         if os.path.exists(tmp):
             os.remove(tmp)
-        raise MbdjaxError(f"animate: ffmpeg failed writing {path!r}: {done.stderr.decode(errors='replace').strip()}")
+        raise MbdjaxError(f"animate: ffmpeg failed writing {path!r}: {message}")
     os.replace(tmp, path)
