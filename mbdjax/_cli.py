@@ -196,16 +196,15 @@ def _write_motion(traj, out):
     """The animation (`animation.gif`, at most 10 s long: real time or faster) and the
     interactive viewer (`viewer.html`) of a mechanism's run, as `(label, path)` pairs;
     none, with a note, for a model no front end drew (a network, a hand-written Model)."""
-    import numpy as np   # on first use: `mbdjax list` must not load NumPy
-
     from .plotting import animate, viewer   # on first use: Pillow and the drawing
+    from .plotting._drawing import reached   # on first use, with the drawing
 
     if traj.model.scene is None:
         print("  (no animation: this example is not built by the planar or spatial front end, so it has no "
               "geometry to draw; its plots show the motion)")
         return []
-    t = np.asarray(traj.t)
-    duration = float(np.nanmax(t[np.isfinite(t)]) - t[0])
+    t = reached(traj)[0]
+    duration = float(t[-1] - t[0])
     gif = animate(traj, os.path.join(out, "animation.gif"), speed=max(1.0, duration / 10.0), overwrite=True)
     page = viewer(traj, os.path.join(out, "viewer.html"), overwrite=True)
     return [("animation", gif.path), ("viewer", f"{page} (open it in a browser)")]

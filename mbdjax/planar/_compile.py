@@ -26,7 +26,7 @@ from .._numerics.sparse import JacobianPattern
 from .._scene import Scene, ScenePart, up_from_gravity
 from .._tracing import device_array
 from . import _forces as fe
-from ._geometry import cross, rotate
+from ._geometry import cross, rotate, rotation
 from ._joints import COORDINATE_AXES, KINDS, JointKind
 
 _GATHER_MAX = 3000  # m_h·n up to which the Jacobian is assembled by a gather (timed on CPU)
@@ -386,8 +386,7 @@ def _scene(mech, layout):
 
     def frames(q):
         qb = q.reshape(nb, 3)
-        c, s = jnp.cos(qb[:, 2]), jnp.sin(qb[:, 2])
-        return qb[:, :2], jnp.stack([jnp.stack([c, -s], -1), jnp.stack([s, c], -1)], -2)
+        return qb[:, :2], jax.vmap(rotation)(qb[:, 2])
 
     return Scene(
         dimension=2, bodies=layout.bodies, frames=frames,

@@ -14,7 +14,7 @@ import numpy as np
 
 from .._errors import MbdjaxError
 from .._files import atomic_write
-from ._drawing import drawing, reached
+from ._drawing import TRACE_INK, drawing, reached
 
 BACKGROUND = "#f4f6f8"
 TEXT = "#333333"
@@ -111,7 +111,7 @@ def _palette(drawing):
         base += [c for c in (item.fill, item.stroke) if c]
         if item.shade and item.fill:
             shaded.add(item.fill)
-    base += ["#e07b00"]
+    base += [TRACE_INK]
     exact = [np.array(_rgb(c), dtype=float) for c in dict.fromkeys(base)]
     blends = []
     for rgb in exact:
@@ -166,7 +166,7 @@ def _render(drawing, view, k, image_module, draw_module, font):
         pen = draw_module.Draw(img)
         if drawing.trace is not None and f > 0:
             path = [tuple(p) for p in px[:f + 1, drawing.trace]]
-            pen.line(path, fill=_rgb("#e07b00"), width=2 * s, joint="curve")
+            pen.line(path, fill=_rgb(TRACE_INK), width=2 * s, joint="curve")
         if drawing.dimension == 3:
             order.sort(key=lambda i, f=f: float(np.mean(depth[f, drawing.items[i].start:drawing.items[i].stop])))
         for i in order:

@@ -134,16 +134,22 @@ def scene_of(traj):
     return model.scene
 
 
-def reached(traj):
-    """`(t (K,), q (K, n), qd (K, n))` at the saved points the solve reached."""
+def saved_points(traj):
+    """`(K,)` indices of the saved points the solve reached (finite time and state)."""
     t = np.asarray(traj.t)
     if t.ndim != 1:
         raise MbdjaxError(f"Drawing takes one trajectory; this one has times of shape {t.shape} (a batch): "
                           "simulate the member to draw on its own (mbd.simulate with its q0, qd0 and parameters).")
-    ok = np.isfinite(t) & np.all(np.isfinite(np.asarray(traj.q)), axis=-1)
-    if ok.sum() < 1:
+    ok = np.nonzero(np.isfinite(t) & np.all(np.isfinite(np.asarray(traj.q)), axis=-1))[0]
+    if len(ok) == 0:
         raise MbdjaxError("The trajectory has no finite saved state to draw.")
-    return t[ok], np.asarray(traj.q)[ok], np.asarray(traj.qd)[ok]
+    return ok
+
+
+def reached(traj):
+    """`(t (K,), q (K, n), qd (K, n))` at the saved points the solve reached."""
+    ok = saved_points(traj)
+    return np.asarray(traj.t)[ok], np.asarray(traj.q)[ok], np.asarray(traj.qd)[ok]
 
 
 def drawing(traj, times, *, shapes=None, trace=None):

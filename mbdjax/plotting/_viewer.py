@@ -18,7 +18,7 @@ import numpy as np
 
 from .._errors import MbdjaxError
 from .._files import atomic_write
-from ._drawing import TRACE_INK, drawing, scene_of
+from ._drawing import TRACE_INK, drawing, saved_points, scene_of
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _JS_SLOT = "/*MBDJAX_VIEWER_JS*/"
@@ -152,9 +152,7 @@ def viewer(traj, path, *, max_frames=600, trace=None, shapes=None, title=None, o
         raise MbdjaxError(f"viewer: `max_frames` must be at least 2, got {max_frames}.")
     scene_of(traj)
     t = np.asarray(traj.t)
-    saved = np.nonzero(np.isfinite(t) & np.all(np.isfinite(np.asarray(traj.q)), axis=-1))[0]
-    if len(saved) == 0:
-        raise MbdjaxError("viewer: the trajectory has no finite saved state to show.")
+    saved = saved_points(traj)
     picked = saved[np.unique(np.round(np.linspace(0, len(saved) - 1, min(len(saved), int(max_frames)))).astype(int))]
     pic = drawing(traj, t[picked], shapes=shapes, trace=trace)
     if title is None:
